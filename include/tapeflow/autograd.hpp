@@ -1,0 +1,91 @@
+#pragma once
+#include <functional>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "tapeflow/core/tensor.hpp"
+
+namespace tapeflow {
+
+/** What gradient() returns for a source the target does not depend on. */
+enum class UnconnectedGradients { none, zero };
+
+namespace autograd {
+class TapeState;
+}
+
+/**
+ * Records the ops run while it is alive, for reverse-mode differentiation.
+ * Tensors are tracked once watched (Variables are watched on first use); an
+ * op is recorded when one of its inputs is tracked. Nested tapes give
+ * higher-order gradients: an outer tape records the inner tape's backward.
+ */
+class GradientTape {
+ public:
+  explicit GradientTape(bool persistent = false);
+  ~GradientTape();
+  GradientTape(const GradientTape&) = delete;
+  GradientTape& operator=(const GradientTape&) = delete;
+
+  /** Tracks `t` so that gradients with respect to it can be asked for. */
+  void watch(const Tensor& t);
+  /**
+   * d target / d source for each source. `output_gradients` seeds the
+   * target's gradient (default ones). A non-persistent tape answers once and
+   * then frees everything it saved.
+   */
+  std::vector<Tensor> gradient(
+      const Tensor& target, const std::vector<Tensor>& sources,
+      const std::vector<Tensor>& output_gradients = {},
+      UnconnectedGradients unconnected = UnconnectedGradients::none);
+  /** Drops every recorded op; the tape keeps recording. */
+  void reset();
+  /** Number of ops recorded so far. */
+  size_t size() const;
+  bool persistent() const;
+
+ private:
+  std::unique_ptr<autograd::TapeState> state_;
+};
+
+/** A trainable tensor: watched by tapes automatically; updated in place. */
+class Variable : public Tensor {
+ public:
+  Variable() = default;
+  explicit Variable(const Tensor& initial_value, bool trainable = true);
+  /** Overwrites the value in place (shape and dtype must match). */
+  void assign(const Tensor& value);
+  void assign_add(const Tensor& delta);
+  void assign_sub(const Tensor& delta);
+};
+
+/** The same values, but gradients do not flow through. */
+Tensor stop_gradient(const Tensor& x);
+
+/** While alive, no op is recorded on any tape (this thread). */
+class NoGradGuard {
+ public:
+  NoGradGuard();
+  ~NoGradGuard();
+  NoGradGuard(const NoGradGuard&) = delete;
+  NoGradGuard& operator=(const NoGradGuard&) = delete;
+};
+
+/** Maps the gradients of a custom op's outputs to those of its inputs. */
+using GradFunction =
+    std::function<std::vector<Tensor>(const std::vector<Tensor>& output_grads)>;
+/** What the forward function of custom_gradient returns. */
+struct CustomResult {
+  std::vector<Tensor> outputs;
+  GradFunction grad;
+};
+/**
+ * Runs `forward(inputs)` without recording it, then records one op whose
+ * gradient is `forward`'s returned GradFunction (tf.custom_gradient).
+ */
+std::vector<Tensor> custom_gradient(
+    const std::function<CustomResult(const std::vector<Tensor>&)>& forward,
+    const std::vector<Tensor>& inputs);
+
+}  // namespace tapeflow

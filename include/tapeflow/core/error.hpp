@@ -1,0 +1,31 @@
+#pragma once
+#include <stdexcept>
+#include <string>
+
+namespace tapeflow {
+
+/** Base of every error tapeflow throws; what() starts with "[op_name]". */
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+class ShapeError : public Error {
+  using Error::Error;
+};
+class DTypeError : public Error {
+  using Error::Error;
+};
+class DeviceError : public Error {
+  using Error::Error;
+};
+class IndexError : public Error {
+  using Error::Error;
+};
+class IOError : public Error {
+  using Error::Error;
+};
+class ValueError : public Error {
+  using Error::Error;
+};
+
+}  // namespace tapeflow

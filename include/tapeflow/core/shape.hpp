@@ -1,0 +1,56 @@
+#pragma once
+#include <array>
+#include <cstdint>
+#include <initializer_list>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace tapeflow {
+
+/** Highest rank a tensor may have (NCDHW convolutions need 5). */
+inline constexpr int kMaxRank = 8;
+
+/**
+ * A list of at most kMaxRank int64 extents stored inline, so that creating a
+ * tensor never allocates for its shape. Used for shapes and strides alike.
+ */
+class Shape {
+ public:
+  Shape() = default;
+  Shape(std::initializer_list<int64_t> dims);
+  explicit Shape(const std::vector<int64_t>& dims);
+  template <class It>
+  Shape(It first, It last) {
+    for (; first != last; ++first) push_back(static_cast<int64_t>(*first));
+  }
+
+  int64_t size() const { return rank_; }
+  bool empty() const { return rank_ == 0; }
+  int64_t operator[](int64_t i) const { return dims_[i]; }
+  int64_t& operator[](int64_t i) { return dims_[i]; }
+  const int64_t* begin() const { return dims_.data(); }
+  const int64_t* end() const { return dims_.data() + rank_; }
+  int64_t* begin() { return dims_.data(); }
+  int64_t* end() { return dims_.data() + rank_; }
+  int64_t back() const { return dims_[rank_ - 1]; }
+  void push_back(int64_t d);
+  void resize(int64_t n, int64_t value = 0);
+  /** Product of the extents (1 for rank 0). */
+  int64_t numel() const;
+  std::vector<int64_t> to_vector() const { return {begin(), end()}; }
+  std::string str() const;
+
+  friend bool operator==(const Shape& a, const Shape& b);
+
+ private:
+  std::array<int64_t, kMaxRank> dims_{};
+  int8_t rank_ = 0;
+};
+
+std::ostream& operator<<(std::ostream& os, const Shape& s);
+
+/** Row-major strides (in elements) of a contiguous tensor of shape `s`. */
+Shape contiguous_strides(const Shape& s);
+
+}  // namespace tapeflow

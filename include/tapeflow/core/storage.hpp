@@ -1,0 +1,53 @@
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "tapeflow/core/device.hpp"
+
+namespace tapeflow {
+
+/** Byte counters an allocator keeps; `peak_bytes` is the high-water mark. */
+struct MemoryStats {
+  size_t allocated_bytes = 0;  // handed out to live tensors now
+  size_t cached_bytes = 0;     // freed by tensors, kept for reuse
+  size_t peak_bytes = 0;
+  size_t num_allocs = 0;       // requests served, from the cache or fresh
+  size_t num_fresh = 0;        // requests that went to the system
+};
+
+/** Memory for one device; implementations cache freed blocks. */
+class Allocator {
+ public:
+  virtual ~Allocator() = default;
+  virtual void* allocate(size_t nbytes) = 0;
+  virtual void deallocate(void* p, size_t nbytes) = 0;
+  virtual MemoryStats stats() const = 0;
+  /** Returns every cached block to the system. */
+  virtual void empty_cache() = 0;
+};
+
+/** A buffer owned by one allocator; tensors share it by reference count. */
+class Storage {
+ public:
+  Storage(size_t nbytes, Device device, Allocator* allocator)
+      : nbytes_(nbytes), device_(device), allocator_(allocator) {
+    data_ = nbytes ? allocator->allocate(nbytes) : nullptr;
+  }
+  ~Storage() {
+    if (data_) allocator_->deallocate(data_, nbytes_);
+  }
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+
+  void* data() const { return data_; }
+  size_t nbytes() const { return nbytes_; }
+  Device device() const { return device_; }
+
+ private:
+  void* data_ = nullptr;
+  size_t nbytes_;
+  Device device_;
+  Allocator* allocator_;
+};
+
+}  // namespace tapeflow

@@ -1,0 +1,89 @@
+#pragma once
+#include <cstdint>
+#include <initializer_list>
+#include <vector>
+
+#include "tapeflow/core/tensor.hpp"
+
+namespace tapeflow {
+
+/** Uninitialized tensor (contents unspecified). */
+Tensor empty(const Shape& shape, DType dtype = float32, Device device = Device::cpu());
+/** Tensor filled with `value` converted to `dtype`. */
+Tensor full(const Shape& shape, double value, DType dtype = float32, Device device = Device::cpu());
+Tensor zeros(const Shape& shape, DType dtype = float32, Device device = Device::cpu());
+Tensor ones(const Shape& shape, DType dtype = float32, Device device = Device::cpu());
+Tensor zeros_like(const Tensor& t);
+Tensor ones_like(const Tensor& t);
+/** Rank-0 tensor. */
+Tensor scalar(double value, DType dtype = float32, Device device = Device::cpu());
+/** Tensor of `shape` whose dtype follows the literal: fill({2, 3}, 5.0f). */
+template <class T>
+Tensor fill(const Shape& shape, T value) {
+  return full(shape, static_cast<double>(value), dtype_of<T>());
+}
+/** Copies `count` elements of `dtype` from host memory into a new tensor. */
+Tensor from_buffer(const void* data, const Shape& shape, DType dtype, Device device = Device::cpu());
+template <class T>
+Tensor from_vector(const std::vector<T>& values, const Shape& shape) {
+  if (static_cast<int64_t>(values.size()) != shape.numel())
+    throw ShapeError("[from_vector] expected " + std::to_string(shape.numel()) +
+                     " values for shape " + shape.str() + ", got " +
+                     std::to_string(values.size()));
+  if constexpr (std::is_same_v<T, bool>) {
+    std::vector<uint8_t> bytes(values.begin(), values.end());
+    return from_buffer(bytes.data(), shape, bool_);
+  } else {
+    return from_buffer(values.data(), shape, dtype_of<T>());
+  }
+}
+/** 1-D tensor; dtype from the literals: tensor({1.f, 2.f}). */
+template <class T>
+Tensor tensor(std::initializer_list<T> values) {
+  return from_vector(std::vector<T>(values), {static_cast<int64_t>(values.size())});
+}
+/** 2-D tensor from nested lists; every row must have the same length. */
+template <class T>
+Tensor tensor(std::initializer_list<std::initializer_list<T>> rows) {
+  std::vector<T> flat;
+  const int64_t cols = rows.size() ? static_cast<int64_t>(rows.begin()->size()) : 0;
+  for (const auto& r : rows) {
+    if (static_cast<int64_t>(r.size()) != cols)
+      throw ShapeError("[tensor] expected rows of " + std::to_string(cols) +
+                       " values, got a row of " + std::to_string(r.size()));
+    flat.insert(flat.end(), r.begin(), r.end());
+  }
+  return from_vector(flat, {static_cast<int64_t>(rows.size()), cols});
+}
+/** 3-D tensor from nested lists. */
+template <class T>
+Tensor tensor(std::initializer_list<std::initializer_list<std::initializer_list<T>>> blocks) {
+  std::vector<T> flat;
+  Shape inner;
+  for (const auto& b : blocks) {
+    Tensor t = tensor<T>(b);
+    if (inner.empty()) inner = t.shape();
+    if (!(t.shape() == inner))
+      throw ShapeError("[tensor] expected blocks of shape " + inner.str() +
+                       ", got " + t.shape().str());
+    auto v = t.to_vector<T>();
+    flat.insert(flat.end(), v.begin(), v.end());
+  }
+  return from_vector(flat, {static_cast<int64_t>(blocks.size()), inner.size() ? inner[0] : 0,
+                            inner.size() ? inner[1] : 0});
+}
+/** [start, stop) with `step`: int64 for integer arguments, float32 otherwise. */
+Tensor arange(int64_t start, int64_t stop, int64_t step = 1, DType dtype = int64);
+Tensor arange(double start, double stop, double step, DType dtype = float32);
+/** Identity matrix of n rows and m columns (m = n when omitted). */
+Tensor eye(int64_t n, int64_t m = -1, DType dtype = float32);
+
+/** Seeds the global generator: later random ops repeat exactly. */
+void manual_seed(uint64_t seed);
+/** Uniform in [minval, maxval). Counter-based: same values for any thread count. */
+Tensor random_uniform(const Shape& shape, double minval = 0.0, double maxval = 1.0,
+                      DType dtype = float32);
+Tensor random_normal(const Shape& shape, double mean = 0.0, double stddev = 1.0,
+                     DType dtype = float32);
+
+}  // namespace tapeflow

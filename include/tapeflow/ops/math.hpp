@@ -1,0 +1,78 @@
+#pragma once
+#include "tapeflow/core/tensor.hpp"
+
+// Elementwise math. Binary ops broadcast NumPy-style and promote dtypes
+// (see promote() in core/dtype.hpp); float-only functions (exp, log, ...)
+// compute integer inputs in float32. A double operand takes the tensor's dtype.
+namespace tapeflow {
+
+/** x + y */ Tensor add(const Tensor& x, const Tensor& y);
+/** x - y */ Tensor sub(const Tensor& x, const Tensor& y);
+/** x * y */ Tensor mul(const Tensor& x, const Tensor& y);
+/** x / y (true division: integer inputs give float32) */
+Tensor div(const Tensor& x, const Tensor& y);
+/** x ** y */ Tensor pow(const Tensor& x, const Tensor& y);
+Tensor pow(const Tensor& x, double exponent);
+/** Elementwise min/max; gradient goes to x where x wins ties. */
+Tensor minimum(const Tensor& x, const Tensor& y);
+Tensor maximum(const Tensor& x, const Tensor& y);
+
+/** -x */ Tensor neg(const Tensor& x);
+/** e**x */ Tensor exp(const Tensor& x);
+/** Natural logarithm. */ Tensor log(const Tensor& x);
+Tensor sqrt(const Tensor& x);
+/** 1 / sqrt(x) */ Tensor rsqrt(const Tensor& x);
+Tensor abs(const Tensor& x);
+/** -1, 0 or 1. */ Tensor sign(const Tensor& x);
+/** x * x */ Tensor square(const Tensor& x);
+Tensor sin(const Tensor& x);
+Tensor cos(const Tensor& x);
+Tensor tanh(const Tensor& x);
+/** 1 / (1 + e**-x) */ Tensor sigmoid(const Tensor& x);
+/** max(x, 0) */ Tensor relu(const Tensor& x);
+/** clip_by_value: min(max(x, lo), hi). */
+Tensor clip(const Tensor& x, double lo, double hi);
+Tensor clip(const Tensor& x, const Tensor& lo, const Tensor& hi);
+
+/** Comparisons give bool_ tensors and have no gradient. */
+Tensor equal(const Tensor& x, const Tensor& y);
+Tensor not_equal(const Tensor& x, const Tensor& y);
+Tensor less(const Tensor& x, const Tensor& y);
+Tensor less_equal(const Tensor& x, const Tensor& y);
+Tensor greater(const Tensor& x, const Tensor& y);
+Tensor greater_equal(const Tensor& x, const Tensor& y);
+Tensor logical_and(const Tensor& x, const Tensor& y);
+Tensor logical_or(const Tensor& x, const Tensor& y);
+Tensor logical_not(const Tensor& x);
+/** x where cond is true, else y (all three broadcast). */
+Tensor where(const Tensor& cond, const Tensor& x, const Tensor& y);
+/** Conversion to another dtype (gradient flows between float types). */
+Tensor cast(const Tensor& x, DType dtype);
+
+Tensor operator+(const Tensor& x, const Tensor& y);
+Tensor operator-(const Tensor& x, const Tensor& y);
+Tensor operator*(const Tensor& x, const Tensor& y);
+Tensor operator/(const Tensor& x, const Tensor& y);
+Tensor operator-(const Tensor& x);
+Tensor operator+(const Tensor& x, double y);
+Tensor operator-(const Tensor& x, double y);
+Tensor operator*(const Tensor& x, double y);
+Tensor operator/(const Tensor& x, double y);
+Tensor operator+(double x, const Tensor& y);
+Tensor operator-(double x, const Tensor& y);
+Tensor operator*(double x, const Tensor& y);
+Tensor operator/(double x, const Tensor& y);
+Tensor operator==(const Tensor& x, const Tensor& y);
+Tensor operator!=(const Tensor& x, const Tensor& y);
+Tensor operator<(const Tensor& x, const Tensor& y);
+Tensor operator<=(const Tensor& x, const Tensor& y);
+Tensor operator>(const Tensor& x, const Tensor& y);
+Tensor operator>=(const Tensor& x, const Tensor& y);
+Tensor operator&&(const Tensor& x, const Tensor& y);
+Tensor operator||(const Tensor& x, const Tensor& y);
+Tensor operator!(const Tensor& x);
+
+/** A rank-0 tensor of `x`'s dtype and device holding `value`. */
+Tensor scalar_like(const Tensor& x, double value);
+
+}  // namespace tapeflow

@@ -1,0 +1,15 @@
+#pragma once
+// Everything a tapeflow user needs: namespace tpf = tapeflow;
+#include "tapeflow/autograd.hpp"
+#include "tapeflow/config.hpp"
+#include "tapeflow/core/device.hpp"
+#include "tapeflow/core/dtype.hpp"
+#include "tapeflow/core/error.hpp"
+#include "tapeflow/core/shape.hpp"
+#include "tapeflow/core/tensor.hpp"
+#include "tapeflow/creation.hpp"
+#include "tapeflow/memory.hpp"
+#include "tapeflow/ops/linalg.hpp"
+#include "tapeflow/ops/math.hpp"
+#include "tapeflow/ops/reduce.hpp"
+#include "tapeflow/ops/shape.hpp"

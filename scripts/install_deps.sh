@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package tapeflow needs to build, test and benchmark.
+# Idempotent: packages already present are left as they are.
+#   scripts/install_deps.sh           build + tests + samples
+#   scripts/install_deps.sh --peers   also the benchmark peers (libtorch, OpenBLAS)
+set -euo pipefail
+
+packages=(
+  g++ meson ninja-build pkg-config cmake python3
+  xtl-dev libxsimd-dev libxtensor-dev libxtensor-blas-dev
+  libdnnl-dev liblapack-dev libblas-dev
+  doctest-dev libbenchmark-dev
+)
+if [[ "${1:-}" == "--peers" ]]; then
+  # Debian's libtorch multiplies through libblas.so.3: without OpenBLAS that is
+  # the netlib reference BLAS, and the peer would look ~20x slower than it is.
+  packages+=(libtorch-dev libopenblas0-pthread)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" \
+    || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  sudo=""
+  [[ $(id -u) -ne 0 ]] && sudo="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y --no-install-recommends "${missing[@]}"
+fi

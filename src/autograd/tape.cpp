@@ -1,0 +1,288 @@
+#include <algorithm>
+#include <mutex>
+#include <unordered_set>
+
+#include "autograd/tape_state.hpp"
+#include "tapeflow/autograd.hpp"
+#include "tapeflow/creation.hpp"
+#include "tapeflow/ops/math.hpp"
+#include "tapeflow/ops/reduce.hpp"
+
+namespace tapeflow::autograd {
+
+thread_local int g_recording_tapes = 0;
+
+namespace {
+
+thread_local std::vector<TapeState*> t_tapes;  // alive on this thread
+thread_local int t_no_grad = 0;
+
+std::atomic<uint64_t> g_next_serial{1};
+
+// Serials of tapes alive on any thread; consulted only to prune stale marks.
+std::mutex g_live_mu;
+std::unordered_set<uint64_t>& live_tapes() {
+  static auto* s = new std::unordered_set<uint64_t>();
+  return *s;
+}
+
+bool is_live(uint64_t serial) {
+  std::lock_guard lock(g_live_mu);
+  return live_tapes().count(serial) != 0;
+}
+
+}  // namespace
+
+void refresh_recording() {
+  int n = 0;
+  if (t_no_grad == 0)
+    for (TapeState* t : t_tapes) n += t->paused ? 0 : 1;
+  g_recording_tapes = n;
+}
+
+TapeState::TapeState(bool persistent_)
+    : serial(g_next_serial.fetch_add(1)), persistent(persistent_) {
+  {
+    std::lock_guard lock(g_live_mu);
+    live_tapes().insert(serial);
+  }
+  t_tapes.push_back(this);
+  refresh_recording();
+}
+
+TapeState::~TapeState() {
+  t_tapes.erase(std::find(t_tapes.begin(), t_tapes.end(), this));
+  refresh_recording();
+  std::lock_guard lock(g_live_mu);
+  live_tapes().erase(serial);
+}
+
+int32_t TapeState::watch(const Tensor& t) {
+  int32_t s = t.impl()->marks.find(serial);
+  if (s >= 0) return s;
+  s = next_slot++;
+  t.impl()->marks.add(serial, s);
+  return s;
+}
+
+int32_t TapeState::slot_of(const Tensor& t) {
+  if (!t.defined()) return -1;
+  const int32_t s = t.impl()->marks.find(serial);
+  if (s >= 0 || !t.trainable() || !is_floating(t.dtype())) return s;
+  return watch(t);
+}
+
+void record_node_multi(std::span<const Tensor> in, std::span<const Tensor> outs,
+                       const NodeFactory& make) {
+  std::shared_ptr<Node> node;
+  for (TapeState* tape : t_tapes) {
+    if (tape->paused) continue;
+    TapeEntry entry;
+    bool tracked = false;
+    for (const Tensor& x : in) {
+      const int32_t s = tape->slot_of(x);
+      entry.input_slots.push_back(s);
+      tracked |= s >= 0;
+    }
+    if (!tracked) continue;
+    if (!node) node = make();
+    entry.node = node;
+    for (const Tensor& y : outs) {
+      const int32_t s = tape->next_slot++;
+      y.impl()->marks.add(tape->serial, s);
+      entry.output_slots.push_back(s);
+    }
+    tape->entries.push_back(std::move(entry));
+  }
+}
+
+void record_node(std::span<const Tensor> in, const Tensor& out,
+                 const NodeFactory& make) {
+  record_node_multi(in, std::span<const Tensor>(&out, 1), make);
+}
+
+}  // namespace tapeflow::autograd
+
+namespace tapeflow {
+
+using autograd::TapeState;
+
+// --- TapeMarks ---------------------------------------------------------------
+
+class TapeMarks::Lock {
+ public:
+  explicit Lock(std::atomic_flag& f) : f_(f) {
+    while (f_.test_and_set(std::memory_order_acquire)) {
+    }
+  }
+  ~Lock() { f_.clear(std::memory_order_release); }
+
+ private:
+  std::atomic_flag& f_;
+};
+
+int32_t TapeMarks::find(uint64_t tape) const {
+  Lock lock(busy_);
+  for (const Mark& m : inline_)
+    if (m.tape == tape) return m.slot;
+  for (const Mark& m : spill_)
+    if (m.tape == tape) return m.slot;
+  return -1;
+}
+
+void TapeMarks::add(uint64_t tape, int32_t slot) {
+  Lock lock(busy_);
+  for (Mark& m : inline_) {
+    if (m.tape == 0) {
+      m = {tape, slot};
+      return;
+    }
+  }
+  // Full: marks of finished tapes are dropped before spilling, so a Variable
+  // used by one tape per training step keeps a constant footprint.
+  for (Mark& m : inline_)
+    if (!autograd::is_live(m.tape)) m = {0, -1};
+  std::erase_if(spill_, [](const Mark& m) { return !autograd::is_live(m.tape); });
+  for (Mark& m : inline_) {
+    if (m.tape == 0) {
+      m = {tape, slot};
+      return;
+    }
+  }
+  spill_.push_back({tape, slot});
+}
+
+// --- GradientTape ------------------------------------------------------------
+
+GradientTape::GradientTape(bool persistent)
+    : state_(std::make_unique<TapeState>(persistent)) {}
+GradientTape::~GradientTape() = default;
+
+void GradientTape::watch(const Tensor& t) {
+  if (!t.defined())
+    throw ValueError("[watch] expected a defined tensor, got an empty one");
+  if (!is_floating(t.dtype()))
+    throw DTypeError("[watch] expected a float32 or float64 tensor, got " +
+                     std::string(dtype_name(t.dtype())));
+  state_->watch(t);
+}
+
+size_t GradientTape::size() const { return state_->entries.size(); }
+bool GradientTape::persistent() const { return state_->persistent; }
+void GradientTape::reset() {
+  state_->entries.clear();
+  state_->used = false;
+}
+
+namespace {
+
+/** Pauses a tape while it computes its own gradient. */
+class PauseTape {
+ public:
+  explicit PauseTape(TapeState& s) : s_(s), was_(s.paused) {
+    s_.paused = true;
+    autograd::refresh_recording();
+  }
+  ~PauseTape() {
+    s_.paused = was_;
+    autograd::refresh_recording();
+  }
+
+ private:
+  TapeState& s_;
+  bool was_;
+};
+
+/** Brings an op's input gradient to the input's shape and dtype. */
+Tensor fit_to(const Tensor& g, const autograd::TensorSpec& spec) {
+  Tensor r = g.shape() == spec.shape ? g : sum_to(g, spec.shape);
+  return r.dtype() == spec.dtype ? r : cast(r, spec.dtype);
+}
+
+}  // namespace
+
+std::vector<Tensor> GradientTape::gradient(
+    const Tensor& target, const std::vector<Tensor>& sources,
+    const std::vector<Tensor>& output_gradients,
+    UnconnectedGradients unconnected) {
+  TapeState& s = *state_;
+  if (s.used && !s.persistent)
+    throw ValueError(
+        "[gradient] expected one gradient() call on a non-persistent "
+        "GradientTape, got a second (use GradientTape(true))");
+  if (!target.defined())
+    throw ValueError("[gradient] expected a defined target, got an empty tensor");
+  if (output_gradients.size() > 1)
+    throw ValueError("[gradient] expected at most 1 output gradient, got " +
+                     std::to_string(output_gradients.size()));
+  s.used = true;
+  PauseTape pause(s);
+
+  std::vector<Tensor> grads(s.next_slot);
+  std::vector<char> keep(s.next_slot, 0);
+  for (const Tensor& src : sources) {
+    const int32_t slot = src.defined() ? src.impl()->marks.find(s.serial) : -1;
+    if (slot >= 0) keep[slot] = 1;
+  }
+  const int32_t target_slot = target.impl()->marks.find(s.serial);
+  if (target_slot >= 0) {
+    Tensor seed = ones_like(target);
+    if (!output_gradients.empty()) {
+      seed = output_gradients[0];
+      if (!(seed.shape() == target.shape()))
+        throw ShapeError("[gradient] expected output_gradients of shape " +
+                         target.shape().str() + ", got " + seed.shape().str());
+    }
+    grads[target_slot] = seed;
+  }
+
+  for (auto it = s.entries.rbegin(); it != s.entries.rend(); ++it) {
+    const autograd::TapeEntry& e = *it;
+    bool any = false;
+    for (int32_t o : e.output_slots) any |= grads[o].defined();
+    if (!any) continue;
+    std::vector<Tensor> gys;
+    gys.reserve(e.output_slots.size());
+    for (int32_t o : e.output_slots) {
+      gys.push_back(grads[o]);
+      if (!keep[o]) grads[o] = Tensor();  // consumers are all done
+    }
+    std::vector<Tensor> gxs = e.output_slots.size() == 1
+                                  ? e.node->backward(gys[0])
+                                  : e.node->backward_multi(gys);
+    for (size_t i = 0; i < e.input_slots.size() && i < gxs.size(); ++i) {
+      const int32_t slot = e.input_slots[i];
+      if (slot < 0 || !gxs[i].defined()) continue;
+      Tensor gi = fit_to(gxs[i], e.node->input_specs[i]);
+      grads[slot] = grads[slot].defined() ? add(grads[slot], gi) : gi;
+    }
+  }
+
+  std::vector<Tensor> result(sources.size());
+  for (size_t i = 0; i < sources.size(); ++i) {
+    const Tensor& src = sources[i];
+    const int32_t slot = src.defined() ? src.impl()->marks.find(s.serial) : -1;
+    if (slot >= 0) result[i] = grads[slot];
+    if (!result[i].defined() && unconnected == UnconnectedGradients::zero &&
+        src.defined())
+      result[i] = zeros_like(src);
+  }
+  if (!s.persistent) {
+    s.entries.clear();
+    s.entries.shrink_to_fit();
+  }
+  return result;
+}
+
+// --- NoGradGuard -------------------------------------------------------------
+
+NoGradGuard::NoGradGuard() {
+  ++autograd::t_no_grad;
+  autograd::refresh_recording();
+}
+NoGradGuard::~NoGradGuard() {
+  --autograd::t_no_grad;
+  autograd::refresh_recording();
+}
+
+}  // namespace tapeflow

@@ -1,0 +1,100 @@
+#include "autograd/tape_state.hpp"
+#include "core/creation_internal.hpp"
+#include "core/registry.hpp"
+#include "tapeflow/autograd.hpp"
+#include "tapeflow/creation.hpp"
+#include "tapeflow/ops/math.hpp"
+
+namespace tapeflow {
+
+Variable::Variable(const Tensor& initial_value, bool trainable) {
+  if (!initial_value.defined())
+    throw ValueError("[Variable] expected an initial value, got an empty tensor");
+  Tensor copy = empty_tensor(initial_value.shape(), initial_value.dtype(),
+                             initial_value.device());
+  write_into(copy, initial_value, "Variable");
+  impl_ = copy.impl_ptr();
+  impl_->trainable = trainable;
+}
+
+void Variable::assign(const Tensor& value) {
+  if (!(value.shape() == shape()))
+    throw ShapeError("[assign] expected a value of shape " + shape().str() +
+                     ", got " + value.shape().str());
+  write_into(*this, value, "assign");
+}
+
+void Variable::assign_add(const Tensor& delta) {
+  NoGradGuard no_grad;
+  assign(add(*this, delta));
+}
+
+void Variable::assign_sub(const Tensor& delta) {
+  NoGradGuard no_grad;
+  assign(sub(*this, delta));
+}
+
+Tensor stop_gradient(const Tensor& x) {
+  return make_view(x, x.shape(), x.strides(), x.offset());
+}
+
+namespace {
+
+/** A node whose backward is the user's function from custom_gradient. */
+class CustomNode final : public autograd::Node {
+ public:
+  CustomNode(GradFunction grad, std::vector<autograd::TensorSpec> outs)
+      : grad_(std::move(grad)), outs_(std::move(outs)) {}
+  const char* name() const override { return "custom_gradient"; }
+  std::vector<Tensor> backward(const Tensor& g) const override {
+    return backward_multi({g});
+  }
+  std::vector<Tensor> backward_multi(
+      const std::vector<Tensor>& grads) const override {
+    std::vector<Tensor> full(grads);
+    for (size_t i = 0; i < full.size(); ++i)
+      if (!full[i].defined()) full[i] = zeros(outs_[i].shape, outs_[i].dtype);
+    std::vector<Tensor> gx = grad_(full);
+    if (gx.size() != input_specs.size())
+      throw ValueError("[custom_gradient] expected the gradient function to return " +
+                       std::to_string(input_specs.size()) + " gradients, got " +
+                       std::to_string(gx.size()));
+    return gx;
+  }
+
+ private:
+  GradFunction grad_;
+  std::vector<autograd::TensorSpec> outs_;
+};
+
+}  // namespace
+
+std::vector<Tensor> custom_gradient(
+    const std::function<CustomResult(const std::vector<Tensor>&)>& forward,
+    const std::vector<Tensor>& inputs) {
+  CustomResult r;
+  {
+    NoGradGuard no_grad;
+    r = forward(inputs);
+  }
+  if (!r.grad)
+    throw ValueError("[custom_gradient] expected a gradient function, got none");
+  std::vector<Tensor> outs;
+  std::vector<autograd::TensorSpec> specs;
+  for (const Tensor& y : r.outputs) {
+    // Fresh handles: an output that is one of the inputs must not be re-marked.
+    outs.push_back(make_view(y, y.shape(), y.strides(), y.offset()));
+    specs.push_back({y.shape(), y.dtype()});
+  }
+  if (autograd::g_recording_tapes == 0) return outs;
+  auto make = [&] {
+    auto node = std::make_shared<CustomNode>(r.grad, specs);
+    for (const Tensor& x : inputs) node->input_specs.push_back({x.shape(), x.dtype()});
+    node->output_spec = specs.empty() ? autograd::TensorSpec{} : specs[0];
+    return std::shared_ptr<autograd::Node>(node);
+  };
+  autograd::record_node_multi(inputs, outs, autograd::NodeFactory(make));
+  return outs;
+}
+
+}  // namespace tapeflow

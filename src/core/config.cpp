@@ -1,0 +1,87 @@
+#include "tapeflow/config.hpp"
+
+#include <omp.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <mutex>
+#include <set>
+#include <string>
+#include <tuple>
+
+#include "core/registry.hpp"
+#include "tapeflow/core/error.hpp"
+
+namespace tapeflow {
+namespace {
+
+std::atomic<int> g_intra_threads{0};  // 0: not set, use OpenMP's default
+std::atomic<int> g_inter_threads{0};
+std::atomic<bool> g_soft_placement{true};
+
+bool env_flag(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v && std::strcmp(v, "0") != 0;
+}
+std::atomic<bool> g_log_placement{env_flag("TAPEFLOW_LOG_PLACEMENT")};
+
+void check_threads(int n, const char* op) {
+  if (n < 1)
+    throw ValueError(std::string("[") + op +
+                     "] expected a thread count >= 1, got " + std::to_string(n));
+}
+
+}  // namespace
+
+namespace config {
+
+void set_intra_op_threads(int n) {
+  check_threads(n, "set_intra_op_threads");
+  g_intra_threads = n;
+  omp_set_num_threads(n);  // oneDNN shares this OpenMP runtime
+}
+int intra_op_threads() {
+  const int n = g_intra_threads.load(std::memory_order_relaxed);
+  return n > 0 ? n : omp_get_max_threads();
+}
+void set_inter_op_threads(int n) {
+  check_threads(n, "set_inter_op_threads");
+  g_inter_threads = n;
+}
+int inter_op_threads() {
+  const int n = g_inter_threads.load();
+  return n > 0 ? n : omp_get_num_procs();
+}
+void set_soft_placement(bool on) { g_soft_placement = on; }
+bool soft_placement() { return g_soft_placement; }
+void log_device_placement(bool on) { g_log_placement = on; }
+bool log_device_placement() { return g_log_placement; }
+
+}  // namespace config
+
+bool placement_logging_enabled() {
+  return g_log_placement.load(std::memory_order_relaxed);
+}
+
+void log_placement(const char* op, Device device, const char* backend,
+                   bool soft) {
+  if (!placement_logging_enabled()) return;
+  static std::mutex mu;
+  static std::set<std::tuple<std::string, std::string, std::string, bool>> seen;
+  std::lock_guard lock(mu);
+  if (!seen.emplace(op, device.str(), backend, soft).second) return;
+  std::cerr << op << " -> " << device.str() << " (" << backend
+            << (soft ? ", soft placement" : "") << ")\n";
+}
+
+void ensure_backends_registered() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    Registry r;
+    register_cpu(r);
+  });
+}
+
+}  // namespace tapeflow

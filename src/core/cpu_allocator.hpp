@@ -1,0 +1,11 @@
+#pragma once
+#include "tapeflow/core/storage.hpp"
+
+namespace tapeflow {
+
+/** The process-wide host allocator (64-byte aligned, caching). */
+Allocator* cpu_allocator();
+/** The allocator of `device`, or DeviceError naming `op`. */
+Allocator* allocator_for(Device device, const char* op);
+
+}  // namespace tapeflow

@@ -1,0 +1,146 @@
+#include "tapeflow/core/tensor.hpp"
+
+#include <cstring>
+
+#include "core/apply.hpp"
+#include "core/cpu_allocator.hpp"
+#include "core/creation_internal.hpp"
+#include "tapeflow/config.hpp"
+#include "tapeflow/ops/math.hpp"
+
+namespace tapeflow {
+
+Tensor empty_tensor(const Shape& shape, DType dtype, Device device) {
+  for (int64_t d : shape)
+    if (d < 0)
+      throw ShapeError("[empty] expected non-negative extents, got shape " +
+                       shape.str());
+  auto impl = std::make_shared<TensorImpl>();
+  const size_t nbytes = static_cast<size_t>(shape.numel()) * itemsize(dtype);
+  impl->storage = std::make_shared<Storage>(nbytes, device,
+                                            allocator_for(device, "empty"));
+  impl->shape = shape;
+  impl->strides = contiguous_strides(shape);
+  impl->dtype = dtype;
+  return Tensor(std::move(impl));
+}
+
+Tensor make_view(const Tensor& base, const Shape& shape, const Shape& strides,
+                 int64_t offset) {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = base.impl()->storage;
+  impl->shape = shape;
+  impl->strides = strides;
+  impl->offset = offset;
+  impl->dtype = base.dtype();
+  return Tensor(std::move(impl));
+}
+
+void Tensor::throw_undefined() {
+  throw ValueError("[tensor] expected a defined tensor, got an empty handle");
+}
+
+void Tensor::check_dtype(DType t, const char* op) const {
+  if (dtype() != t)
+    throw DTypeError(std::string("[") + op + "] expected dtype " +
+                     std::string(dtype_name(t)) + ", got " +
+                     std::string(dtype_name(dtype())));
+}
+
+int64_t Tensor::dim(int64_t i) const {
+  const int64_t r = rank();
+  if (i < -r || i >= r)
+    throw IndexError("[dim] expected an axis in [" + std::to_string(-r) + ", " +
+                     std::to_string(r) + "), got " + std::to_string(i));
+  return shape()[i < 0 ? i + r : i];
+}
+
+bool Tensor::is_contiguous() const {
+  const TensorImpl& t = checked();
+  int64_t expected = 1;
+  for (int64_t i = t.shape.size() - 1; i >= 0; --i) {
+    if (t.shape[i] != 1 && t.strides[i] != expected) return false;
+    expected *= t.shape[i];
+  }
+  return true;
+}
+
+void* Tensor::raw_data() const {
+  const TensorImpl& t = checked();
+  return static_cast<char*>(t.storage->data()) +
+         t.offset * static_cast<int64_t>(itemsize(t.dtype));
+}
+
+namespace {
+
+template <class T, class Out>
+void gather_host(const Tensor& host, std::vector<Out>& out) {
+  const T* p = static_cast<const T*>(host.raw_data());
+  for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<Out>(p[i]);
+}
+
+template <class Out>
+std::vector<Out> host_values(const Tensor& t) {
+  Tensor h = materialize(t.cpu());
+  std::vector<Out> out(static_cast<size_t>(h.numel()));
+  switch (h.dtype()) {
+    case DType::bool_: gather_host<uint8_t>(h, out); break;
+    case DType::int32: gather_host<int32_t>(h, out); break;
+    case DType::int64: gather_host<int64_t>(h, out); break;
+    case DType::float32: gather_host<float>(h, out); break;
+    case DType::float64: gather_host<double>(h, out); break;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<double> Tensor::host_doubles() const {
+  return host_values<double>(*this);
+}
+std::vector<int64_t> Tensor::host_int64s() const {
+  return host_values<int64_t>(*this);
+}
+
+Tensor Tensor::to(Device device) const {
+  if (device == this->device()) return *this;
+  // Any other pair needs a device backend; allocator_for names what is missing.
+  allocator_for(device, "to");
+  allocator_for(this->device(), "to");
+  throw DeviceError("[to] expected a copy path from " + this->device().str() +
+                    " to " + device.str() + ", got none in this build");
+}
+
+Tensor Tensor::cast(DType dtype) const { return tapeflow::cast(*this, dtype); }
+
+Device common_device(const char* op, Inputs in) {
+  if (in.empty()) return Device::cpu();
+  const Device d = in[0].device();
+  for (size_t i = 1; i < in.size(); ++i) {
+    if (!(in[i].device() == d))
+      throw DeviceError(std::string("[") + op + "] expected all inputs on " +
+                        d.str() + ", got input " + std::to_string(i) + " on " +
+                        in[i].device().str());
+  }
+  return d;
+}
+
+void throw_no_kernel(const char* op, Device device) {
+  throw DeviceError(std::string("[") + op + "] expected a kernel for " +
+                    device.str() + ", got none (soft placement is " +
+                    (config::soft_placement() ? "on" : "off") + ")");
+}
+
+Tensor run_soft_placed(const char* op, Inputs in, Device device,
+                       const std::function<void(Inputs, Tensor&)>& cpu_run,
+                       const autograd::TensorSpec& spec) {
+  if (!config::soft_placement()) throw_no_kernel(op, device);
+  std::vector<Tensor> host;
+  host.reserve(in.size());
+  for (const Tensor& t : in) host.push_back(t.cpu());
+  Tensor out = empty_tensor(spec.shape, spec.dtype, Device::cpu());
+  cpu_run(host, out);
+  return out.to(device);
+}
+
+}  // namespace tapeflow

@@ -1,0 +1,46 @@
+#pragma once
+// The dtype switches, written once per category. `f` is called with a value
+// of the element type (uint8_t for bool_).
+#include <cstdint>
+#include <string>
+
+#include "tapeflow/core/dtype.hpp"
+#include "tapeflow/core/error.hpp"
+
+namespace tapeflow::cpu {
+
+template <class F>
+decltype(auto) dispatch_all(DType t, F&& f) {
+  switch (t) {
+    case DType::bool_: return f(uint8_t{});
+    case DType::int32: return f(int32_t{});
+    case DType::int64: return f(int64_t{});
+    case DType::float32: return f(float{});
+    case DType::float64: break;
+  }
+  return f(double{});
+}
+
+template <class F>
+decltype(auto) dispatch_numeric(DType t, const char* op, F&& f) {
+  switch (t) {
+    case DType::int32: return f(int32_t{});
+    case DType::int64: return f(int64_t{});
+    case DType::float32: return f(float{});
+    case DType::float64: return f(double{});
+    case DType::bool_: break;
+  }
+  throw DTypeError(std::string("[") + op +
+                   "] expected a numeric dtype, got bool");
+}
+
+template <class F>
+decltype(auto) dispatch_floating(DType t, const char* op, F&& f) {
+  if (t == DType::float32) return f(float{});
+  if (t == DType::float64) return f(double{});
+  throw DTypeError(std::string("[") + op +
+                   "] expected float32 or float64, got " +
+                   std::string(dtype_name(t)));
+}
+
+}  // namespace tapeflow::cpu

@@ -1,0 +1,63 @@
+// matrix_inverse and matrix_determinant through xtensor-blas (LAPACK getrf /
+// getri), one matrix of the batch at a time.
+#include "cpu/xsimd_config.hpp"
+
+#include <stdexcept>
+#include <xtensor-blas/xlinalg.hpp>
+#include <xtensor/xadapt.hpp>
+#include <xtensor/xnoalias.hpp>
+
+#include "core/creation_internal.hpp"
+#include "cpu/dispatch.hpp"
+#include "ops/linalg_ops.hpp"
+
+namespace tapeflow::cpu {
+namespace {
+
+template <class T, class Fn>
+void for_each_matrix(const Tensor& input, Fn&& fn) {
+  const Tensor x = materialize(input);
+  const int64_t n = x.shape()[x.rank() - 1];
+  const int64_t count = n ? x.numel() / (n * n) : 0;
+  const T* p = static_cast<const T*>(x.raw_data());
+  const std::array<size_t, 2> shape = {size_t(n), size_t(n)};
+  for (int64_t k = 0; k < count; ++k)
+    fn(k, xt::adapt(p + k * n * n, size_t(n * n), xt::no_ownership(), shape), n);
+}
+
+void inverse(const MatrixInverse& op, Inputs in, Tensor& out) {
+  dispatch_floating(in[0].dtype(), op.name, [&](auto tag) {
+    using T = decltype(tag);
+    T* o = static_cast<T*>(out.raw_data());
+    for_each_matrix<T>(in[0], [&](int64_t k, const auto& m, int64_t n) {
+      try {
+        auto inv = xt::linalg::inv(m);
+        auto dst = xt::adapt(o + k * n * n, size_t(n * n), xt::no_ownership(),
+                             std::array<size_t, 2>{size_t(n), size_t(n)});
+        xt::noalias(dst) = inv;
+      } catch (const std::runtime_error&) {
+        throw ValueError("[matrix_inverse] expected invertible matrices, got a "
+                         "singular one at batch index " + std::to_string(k));
+      }
+    });
+  });
+}
+
+void determinant(const MatrixDeterminant& op, Inputs in, Tensor& out) {
+  dispatch_floating(in[0].dtype(), op.name, [&](auto tag) {
+    using T = decltype(tag);
+    T* o = static_cast<T*>(out.raw_data());
+    for_each_matrix<T>(in[0], [&](int64_t k, const auto& m, int64_t) {
+      o[k] = xt::linalg::det(m);
+    });
+  });
+}
+
+}  // namespace
+
+void register_linalg(Registry& r) {
+  r.set<MatrixInverse>(DeviceType::cpu, inverse, "lapack");
+  r.set<MatrixDeterminant>(DeviceType::cpu, determinant, "lapack");
+}
+
+}  // namespace tapeflow::cpu

@@ -1,0 +1,221 @@
+// Reductions. Reduced axes that form one contiguous run are reduced with
+// xsimd batches; reductions over outer axes accumulate contiguous rows; any
+// other layout is first transposed into the first form.
+#include "cpu/xsimd_config.hpp"
+
+#include <limits>
+
+#include "core/creation_internal.hpp"
+#include "cpu/dispatch.hpp"
+#include "cpu/strided_loop.hpp"
+#include "ops/reduce_ops.hpp"
+#include "tapeflow/ops/shape.hpp"
+
+namespace tapeflow::cpu {
+namespace {
+
+template <class T>
+struct SumR {
+  static T identity() { return T(0); }
+  template <class V> static V combine(const V& a, const V& b) { return a + b; }
+};
+template <class T>
+struct ProdR {
+  static T identity() { return T(1); }
+  template <class V> static V combine(const V& a, const V& b) { return a * b; }
+};
+template <class T>
+struct MaxR {
+  static T identity() { return std::numeric_limits<T>::lowest(); }
+  template <class V> static V combine(const V& a, const V& b) { return xsimd::max(a, b); }
+};
+template <class T>
+struct MinR {
+  static T identity() { return std::numeric_limits<T>::max(); }
+  template <class V> static V combine(const V& a, const V& b) { return xsimd::min(a, b); }
+};
+
+template <class T>
+inline constexpr bool kSimd = std::is_same_v<T, float> || std::is_same_v<T, double>;
+
+/** Reduces n contiguous elements. */
+template <class T, class R>
+T reduce_run(const T* p, int64_t n) {
+  int64_t i = 0;
+  T acc = R::identity();
+  if constexpr (kSimd<T>) {
+    using B = xsimd::batch<T>;
+    constexpr int64_t W = B::size;
+    if (n >= 4 * W) {  // four accumulators hide the add latency
+      B a0(R::identity()), a1(a0), a2(a0), a3(a0);
+      for (; i + 4 * W <= n; i += 4 * W) {
+        a0 = R::combine(a0, B::load_unaligned(p + i));
+        a1 = R::combine(a1, B::load_unaligned(p + i + W));
+        a2 = R::combine(a2, B::load_unaligned(p + i + 2 * W));
+        a3 = R::combine(a3, B::load_unaligned(p + i + 3 * W));
+      }
+      alignas(64) T lanes[W];
+      R::combine(R::combine(a0, a1), R::combine(a2, a3)).store_aligned(lanes);
+      for (int64_t k = 0; k < W; ++k) acc = R::combine(acc, lanes[k]);
+    }
+  }
+  for (; i < n; ++i) acc = R::combine(acc, p[i]);
+  return acc;
+}
+
+/** out[k] (op) = in[k] for k in [0, n). */
+template <class T, class R>
+void combine_row(T* out, const T* in, int64_t n) {
+  int64_t i = 0;
+  if constexpr (kSimd<T>) {
+    using B = xsimd::batch<T>;
+    for (; i + int64_t(B::size) <= n; i += B::size)
+      R::combine(B::load_unaligned(out + i), B::load_unaligned(in + i))
+          .store_unaligned(out + i);
+  }
+  for (; i < n; ++i) out[i] = R::combine(out[i], in[i]);
+}
+
+struct Split {
+  Shape kept_shape, kept_strides, red_shape, red_strides;
+};
+
+Split split_axes(const Tensor& x, const ReduceOp& op) {
+  Split s;
+  for (int64_t i = 0; i < x.rank(); ++i) {
+    Shape& sh = op.reduces(i) ? s.red_shape : s.kept_shape;
+    Shape& st = op.reduces(i) ? s.red_strides : s.kept_strides;
+    sh.push_back(x.shape()[i]);
+    st.push_back(x.strides()[i]);
+  }
+  return s;
+}
+
+bool dense(const Shape& shape, const Shape& strides) {
+  int64_t expected = 1;
+  for (int64_t i = shape.size() - 1; i >= 0; --i) {
+    if (shape[i] != 1 && strides[i] != expected) return false;
+    expected *= shape[i];
+  }
+  return true;
+}
+
+/** Offsets of every element of a (shape, strides) block, in row-major order. */
+template <class Fn>
+void for_each_offset(const Shape& shape, const Shape& strides, Fn&& fn) {
+  const int64_t n = shape.numel();
+  std::array<int64_t, kMaxRank> idx{};
+  int64_t off = 0;
+  for (int64_t k = 0; k < n; ++k) {
+    fn(k, off);
+    for (int64_t d = shape.size() - 1; d >= 0; --d) {
+      off += strides[d];
+      if (++idx[d] < shape[d]) break;
+      off -= strides[d] * shape[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+template <class T, class R>
+void reduce_kernel(const ReduceOp& op, const Tensor& input, Tensor& out) {
+  Split s = split_axes(input, op);
+  Tensor x = input;
+  if (!dense(s.red_shape, s.red_strides) &&
+      !dense(s.kept_shape, s.kept_strides)) {
+    std::vector<int64_t> perm;
+    for (int64_t i = 0; i < x.rank(); ++i)
+      if (!op.reduces(i)) perm.push_back(i);
+    for (int64_t a : op.axes) perm.push_back(a);
+    x = materialize(transpose(input, perm));
+    ReduceOp moved;
+    for (int64_t a = x.rank() - op.axes.size(); a < x.rank(); ++a)
+      moved.axes.push_back(a);
+    s = split_axes(x, moved);
+  }
+  const T* in = static_cast<const T*>(x.raw_data());
+  T* o = static_cast<T*>(out.raw_data());
+  const int64_t K = s.kept_shape.numel(), N = s.red_shape.numel();
+
+  if (dense(s.red_shape, s.red_strides)) {
+    // Each output reduces one contiguous run of N elements.
+    std::vector<int64_t> base(static_cast<size_t>(K));
+    for_each_offset(s.kept_shape, s.kept_strides,
+                    [&](int64_t k, int64_t off) { base[k] = off; });
+    if (K == 1 && N > kParallelGrain) {
+      const int threads = config::intra_op_threads();
+      std::vector<T> partial(threads, R::identity());
+      parallel_for(N, kParallelGrain, [&](int64_t b, int64_t e) {
+        partial[omp_get_thread_num()] = reduce_run<T, R>(in + base[0] + b, e - b);
+      });
+      T acc = R::identity();
+      for (T p : partial) acc = R::combine(acc, p);
+      o[0] = acc;
+      return;
+    }
+    parallel_for(K, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(N, 1)),
+                 [&](int64_t b, int64_t e) {
+                   for (int64_t k = b; k < e; ++k)
+                     o[k] = reduce_run<T, R>(in + base[k], N);
+                 });
+    return;
+  }
+  // Kept axes are contiguous: accumulate whole rows of K outputs.
+  const int64_t kept_base = 0;
+  parallel_for(K, std::max<int64_t>(64, kParallelGrain / std::max<int64_t>(N, 1)),
+               [&](int64_t b, int64_t e) {
+                 std::fill(o + b, o + e, R::identity());
+                 for_each_offset(s.red_shape, s.red_strides,
+                                 [&](int64_t, int64_t off) {
+                                   combine_row<T, R>(o + b, in + kept_base + off + b, e - b);
+                                 });
+               });
+}
+
+template <template <class> class R, class Op>
+void reduce(const Op& op, Inputs in, Tensor& out) {
+  dispatch_numeric(in[0].dtype(), Op::name, [&](auto tag) {
+    using T = decltype(tag);
+    reduce_kernel<T, R<T>>(op, in[0], out);
+  });
+}
+
+template <class Better, class Op>
+void arg_reduce(const Op& op, Inputs in, Tensor& out) {
+  const Tensor& x = in[0];
+  if (x.shape()[op.axis] == 0)
+    throw ShapeError(std::string("[") + Op::name +
+                     "] expected a non-empty axis, got shape " + x.shape().str());
+  dispatch_numeric(x.dtype(), Op::name, [&](auto tag) {
+    using T = decltype(tag);
+    Shape rest_shape, rest_strides;
+    for (int64_t i = 0; i < x.rank(); ++i) {
+      if (i == op.axis) continue;
+      rest_shape.push_back(x.shape()[i]);
+      rest_strides.push_back(x.strides()[i]);
+    }
+    const T* p = static_cast<const T*>(x.raw_data());
+    int64_t* o = static_cast<int64_t*>(out.raw_data());
+    const int64_t n = x.shape()[op.axis], step = x.strides()[op.axis];
+    for_each_offset(rest_shape, rest_strides, [&](int64_t k, int64_t off) {
+      int64_t best = 0;
+      for (int64_t j = 1; j < n; ++j)
+        if (Better{}(p[off + j * step], p[off + best * step])) best = j;
+      o[k] = best;
+    });
+  });
+}
+
+}  // namespace
+
+void register_reduce(Registry& r) {
+  constexpr auto cpu = DeviceType::cpu;
+  r.set<Sum>(cpu, reduce<SumR, Sum>, "xsimd");
+  r.set<Prod>(cpu, reduce<ProdR, Prod>, "xsimd");
+  r.set<Max>(cpu, reduce<MaxR, Max>, "xsimd");
+  r.set<Min>(cpu, reduce<MinR, Min>, "xsimd");
+  r.set<ArgMax>(cpu, arg_reduce<std::greater<>, ArgMax>, "xsimd");
+  r.set<ArgMin>(cpu, arg_reduce<std::less<>, ArgMin>, "xsimd");
+}
+
+}  // namespace tapeflow::cpu

@@ -1,0 +1,24 @@
+#include "core/registry.hpp"
+
+namespace tapeflow {
+namespace cpu {
+void register_unary(Registry& r);
+void register_binary(Registry& r);
+void register_fill(Registry& r);
+void register_reduce(Registry& r);
+void register_index(Registry& r);
+void register_matmul(Registry& r);
+void register_linalg(Registry& r);
+}  // namespace cpu
+
+void register_cpu(Registry& r) {
+  cpu::register_unary(r);
+  cpu::register_binary(r);
+  cpu::register_fill(r);
+  cpu::register_reduce(r);
+  cpu::register_index(r);
+  cpu::register_matmul(r);
+  cpu::register_linalg(r);
+}
+
+}  // namespace tapeflow

@@ -1,0 +1,195 @@
+// Binary math, comparisons and where: public functions and gradient rules.
+#include <cmath>
+
+#include "core/apply.hpp"
+#include "ops/elementwise_ops.hpp"
+#include "tapeflow/creation.hpp"
+#include "tapeflow/ops/math.hpp"
+#include "tapeflow/ops/shape.hpp"
+
+namespace tapeflow {
+
+Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
+  if (a == b) return a;
+  const int64_t r = std::max(a.size(), b.size());
+  Shape out;
+  out.resize(r);
+  for (int64_t i = 0; i < r; ++i) {
+    const int64_t da = i < r - a.size() ? 1 : a[i - (r - a.size())];
+    const int64_t db = i < r - b.size() ? 1 : b[i - (r - b.size())];
+    if (da != db && da != 1 && db != 1)
+      throw ShapeError(std::string("[") + op +
+                       "] expected broadcastable shapes, got " + a.str() +
+                       " and " + b.str());
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+TensorSpec BinaryOp::infer(Inputs in) const {
+  return {broadcast_shapes(in[0].shape(), in[1].shape()), in[0].dtype()};
+}
+TensorSpec PredicateOp::infer(Inputs in) const {
+  return {broadcast_shapes(in[0].shape(), in[1].shape()), bool_};
+}
+TensorSpec Where::infer(Inputs in) const {
+  const Shape s = broadcast_shapes(in[0].shape(), in[1].shape(), name);
+  return {broadcast_shapes(s, in[2].shape(), name), in[1].dtype()};
+}
+
+std::pair<Tensor, Tensor> promote_pair(const Tensor& x, const Tensor& y,
+                                       const char* op) {
+  if (!x.defined() || !y.defined())
+    throw ValueError(std::string("[") + op +
+                     "] expected defined tensors, got an empty handle");
+  const DType t = promote(x.dtype(), y.dtype());
+  return {cast(x, t), cast(y, t)};
+}
+
+Tensor scalar_like(const Tensor& x, double value) {
+  // An integer tensor meets a fractional scalar in float32, as in PyTorch.
+  const DType t = is_floating(x.dtype()) || value == std::floor(value)
+                      ? x.dtype()
+                      : float32;
+  return scalar(value, t == bool_ ? int64 : t, x.device());
+}
+
+namespace {
+template <class Op>
+Tensor binary(const Tensor& x, const Tensor& y) {
+  auto [a, b] = promote_pair(x, y, Op::name);
+  return apply(Op{}, {a, b});
+}
+/** Integers and bools computed as numbers (bool + bool is int32). */
+template <class Op>
+Tensor arithmetic(const Tensor& x, const Tensor& y) {
+  auto [a, b] = promote_pair(x, y, Op::name);
+  if (a.dtype() == bool_) return binary<Op>(cast(a, int32), cast(b, int32));
+  return apply(Op{}, {a, b});
+}
+Tensor zeros_of(const Tensor& like) { return scalar_like(like, 0.0); }
+}  // namespace
+
+Tensor add(const Tensor& x, const Tensor& y) { return arithmetic<Add>(x, y); }
+Grads Add::vjp(const VjpArgs& a) const { return {a.grad, a.grad}; }
+
+Tensor sub(const Tensor& x, const Tensor& y) { return arithmetic<Sub>(x, y); }
+Grads Sub::vjp(const VjpArgs& a) const { return {a.grad, neg(a.grad)}; }
+
+Tensor mul(const Tensor& x, const Tensor& y) { return arithmetic<Mul>(x, y); }
+Grads Mul::vjp(const VjpArgs& a) const {
+  return {a.grad * a.x(1), a.grad * a.x(0)};
+}
+
+Tensor div(const Tensor& x, const Tensor& y) {
+  return binary<Div>(to_floating(x), to_floating(y));
+}
+Grads Div::vjp(const VjpArgs& a) const {
+  const Tensor gx = a.grad / a.x(1);
+  return {gx, neg(gx * a.x(0) / a.x(1))};
+}
+
+Tensor pow(const Tensor& x, const Tensor& y) {
+  return binary<Pow>(to_floating(x), to_floating(y));
+}
+Tensor pow(const Tensor& x, double exponent) {
+  const Tensor fx = to_floating(x);
+  return pow(fx, scalar_like(fx, exponent));
+}
+Grads Pow::vjp(const VjpArgs& a) const {
+  const Tensor& x = a.x(0);
+  const Tensor& y = a.x(1);
+  const Tensor gx = a.grad * y * pow(x, y - 1.0);
+  // d/dy x**y = x**y log x, taken as 0 where x <= 0 (as TensorFlow does)
+  const Tensor positive = x > zeros_of(x);
+  const Tensor log_x = log(where(positive, x, scalar_like(x, 1.0)));
+  return {gx, a.grad * a.output * where(positive, log_x, zeros_of(x))};
+}
+
+Tensor minimum(const Tensor& x, const Tensor& y) {
+  return binary<Minimum>(x, y);
+}
+Grads Minimum::vjp(const VjpArgs& a) const {
+  const Tensor x_wins = a.x(0) <= a.x(1);
+  return {where(x_wins, a.grad, zeros_of(a.grad)),
+          where(x_wins, zeros_of(a.grad), a.grad)};
+}
+
+Tensor maximum(const Tensor& x, const Tensor& y) {
+  return binary<Maximum>(x, y);
+}
+Grads Maximum::vjp(const VjpArgs& a) const {
+  const Tensor x_wins = a.x(0) >= a.x(1);
+  return {where(x_wins, a.grad, zeros_of(a.grad)),
+          where(x_wins, zeros_of(a.grad), a.grad)};
+}
+
+Tensor clip(const Tensor& x, const Tensor& lo, const Tensor& hi) {
+  return minimum(maximum(x, lo), hi);
+}
+Tensor clip(const Tensor& x, double lo, double hi) {
+  if (lo > hi)
+    throw ValueError("[clip] expected lo <= hi, got lo = " + std::to_string(lo) +
+                     " and hi = " + std::to_string(hi));
+  return clip(x, scalar_like(x, lo), scalar_like(x, hi));
+}
+
+Tensor equal(const Tensor& x, const Tensor& y) { return binary<Equal>(x, y); }
+Tensor not_equal(const Tensor& x, const Tensor& y) {
+  return binary<NotEqual>(x, y);
+}
+Tensor less(const Tensor& x, const Tensor& y) { return binary<Less>(x, y); }
+Tensor less_equal(const Tensor& x, const Tensor& y) {
+  return binary<LessEqual>(x, y);
+}
+Tensor greater(const Tensor& x, const Tensor& y) {
+  return binary<Greater>(x, y);
+}
+Tensor greater_equal(const Tensor& x, const Tensor& y) {
+  return binary<GreaterEqual>(x, y);
+}
+Tensor logical_and(const Tensor& x, const Tensor& y) {
+  return apply(LogicalAnd{}, {cast(x, bool_), cast(y, bool_)});
+}
+Tensor logical_or(const Tensor& x, const Tensor& y) {
+  return apply(LogicalOr{}, {cast(x, bool_), cast(y, bool_)});
+}
+
+Tensor where(const Tensor& cond, const Tensor& x, const Tensor& y) {
+  auto [a, b] = promote_pair(x, y, "where");
+  return apply(Where{}, {cast(cond, bool_), a, b});
+}
+Grads Where::vjp(const VjpArgs& a) const {
+  const Tensor& c = a.x(0);
+  return {Tensor(), where(c, a.grad, zeros_of(a.grad)),
+          where(c, zeros_of(a.grad), a.grad)};
+}
+
+Tensor operator+(const Tensor& x, const Tensor& y) { return add(x, y); }
+Tensor operator-(const Tensor& x, const Tensor& y) { return sub(x, y); }
+Tensor operator*(const Tensor& x, const Tensor& y) { return mul(x, y); }
+Tensor operator/(const Tensor& x, const Tensor& y) { return div(x, y); }
+Tensor operator-(const Tensor& x) { return neg(x); }
+Tensor operator+(const Tensor& x, double y) { return add(x, scalar_like(x, y)); }
+Tensor operator-(const Tensor& x, double y) { return sub(x, scalar_like(x, y)); }
+Tensor operator*(const Tensor& x, double y) { return mul(x, scalar_like(x, y)); }
+Tensor operator/(const Tensor& x, double y) { return div(x, scalar_like(x, y)); }
+Tensor operator+(double x, const Tensor& y) { return add(scalar_like(y, x), y); }
+Tensor operator-(double x, const Tensor& y) { return sub(scalar_like(y, x), y); }
+Tensor operator*(double x, const Tensor& y) { return mul(scalar_like(y, x), y); }
+Tensor operator/(double x, const Tensor& y) { return div(scalar_like(y, x), y); }
+Tensor operator==(const Tensor& x, const Tensor& y) { return equal(x, y); }
+Tensor operator!=(const Tensor& x, const Tensor& y) { return not_equal(x, y); }
+Tensor operator<(const Tensor& x, const Tensor& y) { return less(x, y); }
+Tensor operator<=(const Tensor& x, const Tensor& y) { return less_equal(x, y); }
+Tensor operator>(const Tensor& x, const Tensor& y) { return greater(x, y); }
+Tensor operator>=(const Tensor& x, const Tensor& y) {
+  return greater_equal(x, y);
+}
+Tensor operator&&(const Tensor& x, const Tensor& y) {
+  return logical_and(x, y);
+}
+Tensor operator||(const Tensor& x, const Tensor& y) { return logical_or(x, y); }
+Tensor operator!(const Tensor& x) { return logical_not(x); }
+
+}  // namespace tapeflow

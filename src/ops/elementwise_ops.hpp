@@ -1,0 +1,113 @@
+#pragma once
+// Elementwise op structs. Each is one line of attributes here, one vjp next
+// to its public function in src/ops/, and one functor per backend.
+#include <vector>
+
+#include "autograd/node.hpp"
+#include "core/registry.hpp"
+
+namespace tapeflow {
+
+using autograd::kSaveInputs;
+using autograd::kSaveNothing;
+using autograd::kSaveOutput;
+using autograd::TensorSpec;
+using autograd::VjpArgs;
+using Grads = std::vector<Tensor>;
+
+/** Same shape and dtype as the single input. */
+struct UnaryOp {
+  TensorSpec infer(Inputs in) const { return {in[0].shape(), in[0].dtype()}; }
+};
+/** Broadcast of the inputs; dtype already unified by the public function. */
+struct BinaryOp {
+  TensorSpec infer(Inputs in) const;
+};
+/** Broadcast of the inputs; bool_ result. */
+struct PredicateOp {
+  TensorSpec infer(Inputs in) const;
+};
+
+
+struct Neg : UnaryOp { static constexpr const char* name = "neg"; static constexpr int save = kSaveNothing; Grads vjp(const VjpArgs& a) const; };
+struct Exp : UnaryOp { static constexpr const char* name = "exp"; static constexpr int save = kSaveOutput; Grads vjp(const VjpArgs& a) const; };
+struct Log : UnaryOp { static constexpr const char* name = "log"; static constexpr int save = kSaveInputs; Grads vjp(const VjpArgs& a) const; };
+struct Sqrt : UnaryOp { static constexpr const char* name = "sqrt"; static constexpr int save = kSaveOutput; Grads vjp(const VjpArgs& a) const; };
+struct Rsqrt : UnaryOp { static constexpr const char* name = "rsqrt"; static constexpr int save = kSaveOutput; Grads vjp(const VjpArgs& a) const; };
+struct Abs : UnaryOp { static constexpr const char* name = "abs"; static constexpr int save = kSaveInputs; Grads vjp(const VjpArgs& a) const; };
+struct Sign : UnaryOp { static constexpr const char* name = "sign"; static constexpr int save = kSaveNothing; Grads vjp(const VjpArgs& a) const; };
+struct Square : UnaryOp { static constexpr const char* name = "square"; static constexpr int save = kSaveInputs; Grads vjp(const VjpArgs& a) const; };
+struct Sin : UnaryOp { static constexpr const char* name = "sin"; static constexpr int save = kSaveInputs; Grads vjp(const VjpArgs& a) const; };
+struct Cos : UnaryOp { static constexpr const char* name = "cos"; static constexpr int save = kSaveInputs; Grads vjp(const VjpArgs& a) const; };
+struct Tanh : UnaryOp { static constexpr const char* name = "tanh"; static constexpr int save = kSaveOutput; Grads vjp(const VjpArgs& a) const; };
+struct Sigmoid : UnaryOp { static constexpr const char* name = "sigmoid"; static constexpr int save = kSaveOutput; Grads vjp(const VjpArgs& a) const; };
+struct Relu : UnaryOp { static constexpr const char* name = "relu"; static constexpr int save = kSaveOutput; Grads vjp(const VjpArgs& a) const; };
+
+struct Add : BinaryOp { static constexpr const char* name = "add"; static constexpr int save = kSaveNothing; Grads vjp(const VjpArgs& a) const; };
+struct Sub : BinaryOp { static constexpr const char* name = "sub"; static constexpr int save = kSaveNothing; Grads vjp(const VjpArgs& a) const; };
+struct Mul : BinaryOp { static constexpr const char* name = "mul"; static constexpr int save = kSaveInputs; Grads vjp(const VjpArgs& a) const; };
+struct Div : BinaryOp { static constexpr const char* name = "div"; static constexpr int save = kSaveInputs; Grads vjp(const VjpArgs& a) const; };
+struct Pow : BinaryOp { static constexpr const char* name = "pow"; static constexpr int save = kSaveInputs | kSaveOutput; Grads vjp(const VjpArgs& a) const; };
+struct Minimum : BinaryOp { static constexpr const char* name = "minimum"; static constexpr int save = kSaveInputs; Grads vjp(const VjpArgs& a) const; };
+struct Maximum : BinaryOp { static constexpr const char* name = "maximum"; static constexpr int save = kSaveInputs; Grads vjp(const VjpArgs& a) const; };
+
+struct Equal : PredicateOp { static constexpr const char* name = "equal"; };
+struct NotEqual : PredicateOp { static constexpr const char* name = "not_equal"; };
+struct Less : PredicateOp { static constexpr const char* name = "less"; };
+struct LessEqual : PredicateOp { static constexpr const char* name = "less_equal"; };
+struct Greater : PredicateOp { static constexpr const char* name = "greater"; };
+struct GreaterEqual : PredicateOp { static constexpr const char* name = "greater_equal"; };
+struct LogicalAnd : PredicateOp { static constexpr const char* name = "logical_and"; };
+struct LogicalOr : PredicateOp { static constexpr const char* name = "logical_or"; };
+struct LogicalNot : UnaryOp { static constexpr const char* name = "logical_not"; };
+
+/** where(cond, x, y): inputs cond (bool_), x, y of one dtype. */
+struct Where {
+  static constexpr const char* name = "where";
+  static constexpr int save = kSaveInputs;
+  TensorSpec infer(Inputs in) const;
+  Grads vjp(const VjpArgs& a) const;
+};
+
+/** Dtype conversion; also the strided copy behind contiguous(). */
+struct Cast {
+  static constexpr const char* name = "cast";
+  static constexpr int save = kSaveNothing;
+  DType dtype;
+  TensorSpec infer(Inputs in) const { return {in[0].shape(), dtype}; }
+  Grads vjp(const VjpArgs& a) const;
+};
+
+/** Uniform/normal random numbers from a counter-based generator (no inputs). */
+struct RandomUniform {
+  static constexpr const char* name = "random_uniform";
+  Shape shape;
+  DType dtype;
+  double lo, hi;
+  uint64_t seed, offset;
+  TensorSpec infer(Inputs) const { return {shape, dtype}; }
+};
+struct RandomNormal {
+  static constexpr const char* name = "random_normal";
+  Shape shape;
+  DType dtype;
+  double mean, stddev;
+  uint64_t seed, offset;
+  TensorSpec infer(Inputs) const { return {shape, dtype}; }
+};
+/** Constant fill (no inputs). */
+struct Full {
+  static constexpr const char* name = "full";
+  Shape shape;
+  DType dtype;
+  double value;
+  TensorSpec infer(Inputs) const { return {shape, dtype}; }
+};
+
+/** Casts x and y to their promoted dtype (recorded, so gradients flow back). */
+std::pair<Tensor, Tensor> promote_pair(const Tensor& x, const Tensor& y,
+                                       const char* op);
+/** x in its floating type (integers -> float32). */
+Tensor to_floating(const Tensor& x);
+
+}  // namespace tapeflow

@@ -1,0 +1,158 @@
+// Reductions: public functions and gradient rules.
+#include <algorithm>
+
+#include "core/apply.hpp"
+#include "ops/reduce_ops.hpp"
+#include "tapeflow/creation.hpp"
+#include "tapeflow/ops/math.hpp"
+#include "tapeflow/ops/reduce.hpp"
+#include "tapeflow/ops/shape.hpp"
+
+namespace tapeflow {
+namespace {
+
+int64_t normalize_axis(int64_t axis, int64_t rank, const char* op) {
+  if (axis < -rank || axis >= std::max<int64_t>(rank, 1))
+    throw IndexError(std::string("[") + op + "] expected an axis in [" +
+                     std::to_string(-rank) + ", " + std::to_string(rank) +
+                     "), got " + std::to_string(axis));
+  return axis < 0 ? axis + rank : axis;
+}
+
+Shape normalize_axes(const Axes& axes, int64_t rank, const char* op) {
+  std::vector<int64_t> v;
+  if (axes.empty()) {
+    for (int64_t i = 0; i < rank; ++i) v.push_back(i);
+  }
+  for (int64_t a : axes) v.push_back(normalize_axis(a, rank, op));
+  std::sort(v.begin(), v.end());
+  if (std::adjacent_find(v.begin(), v.end()) != v.end())
+    throw ValueError(std::string("[") + op +
+                     "] expected distinct axes, got a repeated axis");
+  return Shape(v);
+}
+
+template <class Op>
+Tensor reduce(const Tensor& x, const Axes& axes, bool keepdims) {
+  Op op;
+  op.axes = normalize_axes(axes, x.rank(), Op::name);
+  op.keepdims = keepdims;
+  return apply(op, {x});
+}
+
+/** The output and its gradient reshaped to the input rank (reduced axes 1). */
+std::pair<Tensor, Tensor> kept(const ReduceOp& op, const VjpArgs& a) {
+  const Shape k = op.kept_shape(a.input_shape());
+  return {a.output.defined() ? reshape(a.output, k) : Tensor(),
+          reshape(a.grad, k)};
+}
+
+/** Gradient of max/min: shared equally among the elements that attain it. */
+Grads extreme_vjp(const ReduceOp& op, const VjpArgs& a) {
+  auto [y, g] = kept(op, a);
+  const Tensor& x = a.x();
+  const Tensor mask = cast(equal(x, y), x.dtype());
+  const Tensor count = sum(mask, op.axes.to_vector(), true);
+  return {mask * g / count};
+}
+
+}  // namespace
+
+bool ReduceOp::reduces(int64_t axis) const {
+  return std::find(axes.begin(), axes.end(), axis) != axes.end();
+}
+
+Shape ReduceOp::kept_shape(const Shape& in) const {
+  Shape s = in;
+  for (int64_t a : axes) s[a] = 1;
+  return s;
+}
+
+TensorSpec ReduceOp::infer(Inputs in) const {
+  if (keepdims) return {kept_shape(in[0].shape()), in[0].dtype()};
+  Shape s;
+  for (int64_t i = 0; i < in[0].rank(); ++i)
+    if (!reduces(i)) s.push_back(in[0].shape()[i]);
+  return {s, in[0].dtype()};
+}
+
+TensorSpec ArgReduce::infer(Inputs in) const {
+  Shape s;
+  for (int64_t i = 0; i < in[0].rank(); ++i)
+    if (i != axis) s.push_back(in[0].shape()[i]);
+  return {s, int64};
+}
+
+Tensor sum(const Tensor& x, const Axes& axes, bool keepdims) {
+  const Tensor v = x.dtype() == bool_ ? cast(x, int64) : x;
+  return reduce<Sum>(v, axes, keepdims);
+}
+Grads Sum::vjp(const VjpArgs& a) const {
+  return {broadcast_to(kept(*this, a).second, a.input_shape())};
+}
+
+Tensor mean(const Tensor& x, const Axes& axes, bool keepdims) {
+  const Tensor fx = to_floating(x);
+  const Shape norm = normalize_axes(axes, x.rank(), "mean");
+  int64_t count = 1;
+  for (int64_t a : norm) count *= x.shape()[a];
+  return sum(fx, axes, keepdims) / static_cast<double>(count);
+}
+
+Tensor prod(const Tensor& x, const Axes& axes, bool keepdims) {
+  const Tensor v = x.dtype() == bool_ ? cast(x, int64) : x;
+  return reduce<Prod>(v, axes, keepdims);
+}
+Grads Prod::vjp(const VjpArgs& a) const {
+  // d prod / d x_i is the product of the others, also where some x are 0.
+  auto [y, g] = kept(*this, a);
+  const Tensor& x = a.x();
+  const Tensor zero = scalar_like(x, 0.0), one = scalar_like(x, 1.0);
+  const Tensor is_zero = equal(x, zero);
+  const Tensor x_safe = where(is_zero, one, x);
+  const Tensor zeros_count = sum(cast(is_zero, x.dtype()), axes.to_vector(), true);
+  const Tensor others_nonzero = prod(x_safe, axes.to_vector(), true);
+  const Tensor only_zero = logical_and(equal(zeros_count, one), is_zero);
+  const Tensor d = where(equal(zeros_count, zero), y / x_safe,
+                         where(only_zero, others_nonzero, zero));
+  return {d * g};
+}
+
+Tensor max(const Tensor& x, const Axes& axes, bool keepdims) {
+  return reduce<Max>(x, axes, keepdims);
+}
+Grads Max::vjp(const VjpArgs& a) const { return extreme_vjp(*this, a); }
+
+Tensor min(const Tensor& x, const Axes& axes, bool keepdims) {
+  return reduce<Min>(x, axes, keepdims);
+}
+Grads Min::vjp(const VjpArgs& a) const { return extreme_vjp(*this, a); }
+
+Tensor argmax(const Tensor& x, int64_t axis) {
+  return apply(ArgMax{{normalize_axis(axis, x.rank(), "argmax")}}, {x});
+}
+Tensor argmin(const Tensor& x, int64_t axis) {
+  return apply(ArgMin{{normalize_axis(axis, x.rank(), "argmin")}}, {x});
+}
+
+Tensor sum_to(const Tensor& x, const Shape& shape) {
+  if (x.shape() == shape) return x;
+  const int64_t lead = x.rank() - shape.size();
+  if (lead < 0)
+    throw ShapeError("[sum_to] expected a target of rank <= " +
+                     std::to_string(x.rank()) + ", got " + shape.str());
+  Axes axes;
+  for (int64_t i = 0; i < x.rank(); ++i) {
+    if (i < lead) {
+      axes.push_back(i);
+    } else if (shape[i - lead] == 1 && x.shape()[i] != 1) {
+      axes.push_back(i);
+    } else if (shape[i - lead] != x.shape()[i]) {
+      throw ShapeError("[sum_to] expected " + x.shape().str() +
+                       " to reduce to " + shape.str() + ", got a mismatch");
+    }
+  }
+  return reshape(sum(x, axes, true), shape);
+}
+
+}  // namespace tapeflow

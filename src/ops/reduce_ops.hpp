@@ -1,0 +1,49 @@
+#pragma once
+#include "ops/elementwise_ops.hpp"
+
+namespace tapeflow {
+
+/** Reduction over sorted, distinct `axes` (normalized by the public function). */
+struct ReduceOp {
+  Shape axes;
+  bool keepdims = false;
+  TensorSpec infer(Inputs in) const;
+  /** The input shape with every reduced axis set to 1. */
+  Shape kept_shape(const Shape& in) const;
+  bool reduces(int64_t axis) const;
+};
+
+struct Sum : ReduceOp {
+  static constexpr const char* name = "sum";
+  static constexpr int save = kSaveNothing;
+  Grads vjp(const VjpArgs& a) const;
+};
+struct Prod : ReduceOp {
+  static constexpr const char* name = "prod";
+  static constexpr int save = kSaveInputs | kSaveOutput;
+  Grads vjp(const VjpArgs& a) const;
+};
+struct Max : ReduceOp {
+  static constexpr const char* name = "max";
+  static constexpr int save = kSaveInputs | kSaveOutput;
+  Grads vjp(const VjpArgs& a) const;
+};
+struct Min : ReduceOp {
+  static constexpr const char* name = "min";
+  static constexpr int save = kSaveInputs | kSaveOutput;
+  Grads vjp(const VjpArgs& a) const;
+};
+
+/** Index of the first extreme along one axis; int64 result, no gradient. */
+struct ArgReduce {
+  int64_t axis;
+  TensorSpec infer(Inputs in) const;
+};
+struct ArgMax : ArgReduce {
+  static constexpr const char* name = "argmax";
+};
+struct ArgMin : ArgReduce {
+  static constexpr const char* name = "argmin";
+};
+
+}  // namespace tapeflow

@@ -1,0 +1,110 @@
+// Unary math: public functions and their gradient rules.
+#include "core/apply.hpp"
+#include "ops/elementwise_ops.hpp"
+#include "tapeflow/autograd.hpp"
+#include "tapeflow/creation.hpp"
+#include "tapeflow/ops/math.hpp"
+#include "tapeflow/ops/shape.hpp"
+
+namespace tapeflow {
+
+Tensor to_floating(const Tensor& x) {
+  return is_floating(x.dtype()) ? x : cast(x, float32);
+}
+
+namespace {
+/** Ops that also make sense for integers keep the dtype; bool -> int32. */
+Tensor numeric(const Tensor& x) {
+  return x.dtype() == bool_ ? cast(x, int32) : x;
+}
+}  // namespace
+
+Tensor neg(const Tensor& x) { return apply(Neg{}, {numeric(x)}); }
+Grads Neg::vjp(const VjpArgs& a) const { return {neg(a.grad)}; }
+
+Tensor exp(const Tensor& x) { return apply(Exp{}, {to_floating(x)}); }
+Grads Exp::vjp(const VjpArgs& a) const { return {a.grad * a.output}; }
+
+Tensor log(const Tensor& x) { return apply(Log{}, {to_floating(x)}); }
+Grads Log::vjp(const VjpArgs& a) const { return {a.grad / a.x()}; }
+
+Tensor sqrt(const Tensor& x) { return apply(Sqrt{}, {to_floating(x)}); }
+Grads Sqrt::vjp(const VjpArgs& a) const {
+  return {a.grad / (2.0 * a.output)};
+}
+
+Tensor rsqrt(const Tensor& x) { return apply(Rsqrt{}, {to_floating(x)}); }
+Grads Rsqrt::vjp(const VjpArgs& a) const {
+  return {-0.5 * a.grad * a.output * a.output * a.output};
+}
+
+Tensor abs(const Tensor& x) { return apply(Abs{}, {numeric(x)}); }
+Grads Abs::vjp(const VjpArgs& a) const { return {a.grad * sign(a.x())}; }
+
+Tensor sign(const Tensor& x) { return apply(Sign{}, {numeric(x)}); }
+Grads Sign::vjp(const VjpArgs& a) const { return {zeros_like(a.grad)}; }
+
+Tensor square(const Tensor& x) { return apply(Square{}, {numeric(x)}); }
+Grads Square::vjp(const VjpArgs& a) const { return {2.0 * a.grad * a.x()}; }
+
+Tensor sin(const Tensor& x) { return apply(Sin{}, {to_floating(x)}); }
+Grads Sin::vjp(const VjpArgs& a) const { return {a.grad * cos(a.x())}; }
+
+Tensor cos(const Tensor& x) { return apply(Cos{}, {to_floating(x)}); }
+Grads Cos::vjp(const VjpArgs& a) const { return {-(a.grad * sin(a.x()))}; }
+
+Tensor tanh(const Tensor& x) { return apply(Tanh{}, {to_floating(x)}); }
+Grads Tanh::vjp(const VjpArgs& a) const {
+  return {a.grad * (1.0 - a.output * a.output)};
+}
+
+Tensor sigmoid(const Tensor& x) { return apply(Sigmoid{}, {to_floating(x)}); }
+Grads Sigmoid::vjp(const VjpArgs& a) const {
+  return {a.grad * a.output * (1.0 - a.output)};
+}
+
+Tensor relu(const Tensor& x) { return apply(Relu{}, {numeric(x)}); }
+Grads Relu::vjp(const VjpArgs& a) const {
+  return {where(a.output > scalar_like(a.output, 0.0), a.grad,
+                scalar_like(a.grad, 0.0))};
+}
+
+Tensor logical_not(const Tensor& x) {
+  return apply(LogicalNot{}, {x.dtype() == bool_ ? x : cast(x, bool_)});
+}
+
+Tensor cast(const Tensor& x, DType dtype) {
+  if (x.dtype() == dtype) return x;
+  return apply(Cast{.dtype = dtype}, {x});
+}
+Grads Cast::vjp(const VjpArgs& a) const {
+  const DType from = a.input_specs[0].dtype;
+  if (!is_floating(from)) return {Tensor()};
+  return {cast(a.grad, from)};
+}
+
+Tensor Tensor::contiguous() const {
+  if (is_contiguous()) return *this;
+  return apply(Cast{.dtype = dtype()}, {*this});
+}
+
+Tensor materialize(const Tensor& x) {
+  if (x.is_contiguous()) return x;
+  NoGradGuard no_grad;
+  return apply(Cast{.dtype = x.dtype()}, {x});
+}
+
+void write_into(const Tensor& dst, const Tensor& src, const char* op) {
+  if (!(dst.device() == src.device()))
+    throw DeviceError(std::string("[") + op + "] expected a value on " +
+                      dst.device().str() + ", got " + src.device().str());
+  ensure_backends_registered();
+  Kernel<Cast> k = KernelTable<Cast>::kernels[static_cast<int>(dst.device().type)];
+  if (!k) throw_no_kernel(op, dst.device());
+  NoGradGuard no_grad;
+  Tensor out = dst;
+  const Tensor in[] = {broadcast_to(src, dst.shape())};
+  k(Cast{.dtype = dst.dtype()}, Inputs(in, 1), out);
+}
+
+}  // namespace tapeflow
