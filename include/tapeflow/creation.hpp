@@ -1,6 +1,7 @@
 #pragma once
 #include <cstdint>
 #include <initializer_list>
+#include <type_traits>
 #include <vector>
 
 #include "tapeflow/core/tensor.hpp"
@@ -72,9 +73,20 @@ Tensor tensor(std::initializer_list<std::initializer_list<std::initializer_list<
   return from_vector(flat, {static_cast<int64_t>(blocks.size()), inner.size() ? inner[0] : 0,
                             inner.size() ? inner[1] : 0});
 }
+namespace detail {
+Tensor arange_integral(int64_t start, int64_t stop, int64_t step, DType dtype);
+Tensor arange_floating(double start, double stop, double step, DType dtype);
+}  // namespace detail
 /** [start, stop) with `step`: int64 for integer arguments, float32 otherwise. */
-Tensor arange(int64_t start, int64_t stop, int64_t step = 1, DType dtype = int64);
-Tensor arange(double start, double stop, double step, DType dtype = float32);
+template <class T>
+  requires std::is_arithmetic_v<T>
+Tensor arange(T start, T stop, T step = T(1),
+              DType dtype = std::is_integral_v<T> ? int64 : float32) {
+  if constexpr (std::is_integral_v<T>)
+    return detail::arange_integral(start, stop, step, dtype);
+  else
+    return detail::arange_floating(start, stop, step, dtype);
+}
 /** Identity matrix of n rows and m columns (m = n when omitted). */
 Tensor eye(int64_t n, int64_t m = -1, DType dtype = float32);
 

@@ -50,12 +50,12 @@ Tensor range_tensor(T start, T step, int64_t n, DType dtype) {
 }
 }  // namespace
 
-Tensor arange(int64_t start, int64_t stop, int64_t step, DType dtype) {
+Tensor detail::arange_integral(int64_t start, int64_t stop, int64_t step, DType dtype) {
   if (step == 0) throw ValueError("[arange] expected a non-zero step, got 0");
   const int64_t n = std::max<int64_t>(0, (stop - start + step - (step > 0 ? 1 : -1)) / step);
   return range_tensor<int64_t>(start, step, n, dtype);
 }
-Tensor arange(double start, double stop, double step, DType dtype) {
+Tensor detail::arange_floating(double start, double stop, double step, DType dtype) {
   if (step == 0) throw ValueError("[arange] expected a non-zero step, got 0");
   const auto n = static_cast<int64_t>(std::max(0.0, std::ceil((stop - start) / step)));
   return range_tensor<double>(start, step, n, dtype);

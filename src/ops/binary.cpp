@@ -26,12 +26,6 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
   return out;
 }
 
-TensorSpec BinaryOp::infer(Inputs in) const {
-  return {broadcast_shapes(in[0].shape(), in[1].shape()), in[0].dtype()};
-}
-TensorSpec PredicateOp::infer(Inputs in) const {
-  return {broadcast_shapes(in[0].shape(), in[1].shape()), bool_};
-}
 TensorSpec Where::infer(Inputs in) const {
   const Shape s = broadcast_shapes(in[0].shape(), in[1].shape(), name);
   return {broadcast_shapes(s, in[2].shape(), name), in[1].dtype()};

@@ -5,6 +5,7 @@
 
 #include "autograd/node.hpp"
 #include "core/registry.hpp"
+#include "tapeflow/ops/shape.hpp"
 
 namespace tapeflow {
 
@@ -20,12 +21,19 @@ struct UnaryOp {
   TensorSpec infer(Inputs in) const { return {in[0].shape(), in[0].dtype()}; }
 };
 /** Broadcast of the inputs; dtype already unified by the public function. */
+template <class Self>
 struct BinaryOp {
-  TensorSpec infer(Inputs in) const;
+  TensorSpec infer(Inputs in) const {
+    return {broadcast_shapes(in[0].shape(), in[1].shape(), Self::name),
+            in[0].dtype()};
+  }
 };
 /** Broadcast of the inputs; bool_ result. */
+template <class Self>
 struct PredicateOp {
-  TensorSpec infer(Inputs in) const;
+  TensorSpec infer(Inputs in) const {
+    return {broadcast_shapes(in[0].shape(), in[1].shape(), Self::name), bool_};
+  }
 };
 
 
@@ -43,22 +51,22 @@ struct Tanh : UnaryOp { static constexpr const char* name = "tanh"; static const
 struct Sigmoid : UnaryOp { static constexpr const char* name = "sigmoid"; static constexpr int save = kSaveOutput; Grads vjp(const VjpArgs& a) const; };
 struct Relu : UnaryOp { static constexpr const char* name = "relu"; static constexpr int save = kSaveOutput; Grads vjp(const VjpArgs& a) const; };
 
-struct Add : BinaryOp { static constexpr const char* name = "add"; static constexpr int save = kSaveNothing; Grads vjp(const VjpArgs& a) const; };
-struct Sub : BinaryOp { static constexpr const char* name = "sub"; static constexpr int save = kSaveNothing; Grads vjp(const VjpArgs& a) const; };
-struct Mul : BinaryOp { static constexpr const char* name = "mul"; static constexpr int save = kSaveInputs; Grads vjp(const VjpArgs& a) const; };
-struct Div : BinaryOp { static constexpr const char* name = "div"; static constexpr int save = kSaveInputs; Grads vjp(const VjpArgs& a) const; };
-struct Pow : BinaryOp { static constexpr const char* name = "pow"; static constexpr int save = kSaveInputs | kSaveOutput; Grads vjp(const VjpArgs& a) const; };
-struct Minimum : BinaryOp { static constexpr const char* name = "minimum"; static constexpr int save = kSaveInputs; Grads vjp(const VjpArgs& a) const; };
-struct Maximum : BinaryOp { static constexpr const char* name = "maximum"; static constexpr int save = kSaveInputs; Grads vjp(const VjpArgs& a) const; };
+struct Add : BinaryOp<Add> { static constexpr const char* name = "add"; static constexpr int save = kSaveNothing; Grads vjp(const VjpArgs& a) const; };
+struct Sub : BinaryOp<Sub> { static constexpr const char* name = "sub"; static constexpr int save = kSaveNothing; Grads vjp(const VjpArgs& a) const; };
+struct Mul : BinaryOp<Mul> { static constexpr const char* name = "mul"; static constexpr int save = kSaveInputs; Grads vjp(const VjpArgs& a) const; };
+struct Div : BinaryOp<Div> { static constexpr const char* name = "div"; static constexpr int save = kSaveInputs; Grads vjp(const VjpArgs& a) const; };
+struct Pow : BinaryOp<Pow> { static constexpr const char* name = "pow"; static constexpr int save = kSaveInputs | kSaveOutput; Grads vjp(const VjpArgs& a) const; };
+struct Minimum : BinaryOp<Minimum> { static constexpr const char* name = "minimum"; static constexpr int save = kSaveInputs; Grads vjp(const VjpArgs& a) const; };
+struct Maximum : BinaryOp<Maximum> { static constexpr const char* name = "maximum"; static constexpr int save = kSaveInputs; Grads vjp(const VjpArgs& a) const; };
 
-struct Equal : PredicateOp { static constexpr const char* name = "equal"; };
-struct NotEqual : PredicateOp { static constexpr const char* name = "not_equal"; };
-struct Less : PredicateOp { static constexpr const char* name = "less"; };
-struct LessEqual : PredicateOp { static constexpr const char* name = "less_equal"; };
-struct Greater : PredicateOp { static constexpr const char* name = "greater"; };
-struct GreaterEqual : PredicateOp { static constexpr const char* name = "greater_equal"; };
-struct LogicalAnd : PredicateOp { static constexpr const char* name = "logical_and"; };
-struct LogicalOr : PredicateOp { static constexpr const char* name = "logical_or"; };
+struct Equal : PredicateOp<Equal> { static constexpr const char* name = "equal"; };
+struct NotEqual : PredicateOp<NotEqual> { static constexpr const char* name = "not_equal"; };
+struct Less : PredicateOp<Less> { static constexpr const char* name = "less"; };
+struct LessEqual : PredicateOp<LessEqual> { static constexpr const char* name = "less_equal"; };
+struct Greater : PredicateOp<Greater> { static constexpr const char* name = "greater"; };
+struct GreaterEqual : PredicateOp<GreaterEqual> { static constexpr const char* name = "greater_equal"; };
+struct LogicalAnd : PredicateOp<LogicalAnd> { static constexpr const char* name = "logical_and"; };
+struct LogicalOr : PredicateOp<LogicalOr> { static constexpr const char* name = "logical_or"; };
 struct LogicalNot : UnaryOp { static constexpr const char* name = "logical_not"; };
 
 /** where(cond, x, y): inputs cond (bool_), x, y of one dtype. */

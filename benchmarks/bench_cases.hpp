@@ -1,0 +1,79 @@
+#pragma once
+// Benchmark bodies shared between the tapeflow TUs (C++20) and the libtorch
+// peer library (C++17). Plain declarations only: no tapeflow or torch headers,
+// so each side compiles with its own standard and include set. main()
+// registers every body in case order (see bench_main.cpp).
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+#include <string>
+
+namespace tfbench {
+
+/** Elementwise ops benchmarked by every implementation. */
+enum class EwOp { add, mul, exp, relu };
+
+inline const char* ew_name(EwOp op) {
+  switch (op) {
+    case EwOp::add: return "add";
+    case EwOp::mul: return "mul";
+    case EwOp::exp: return "exp";
+    case EwOp::relu: return "relu";
+  }
+  return "?";
+}
+/** Operands streamed per element: inputs + output. */
+inline int ew_operands(EwOp op) {
+  return op == EwOp::add || op == EwOp::mul ? 3 : 2;
+}
+
+/** Ops in the overhead_chain case (alternating x * c and x + c). */
+inline constexpr int kChainOps = 100;
+/** A persistent tape is reset after this many recorded ops. */
+inline constexpr int64_t kTapeResetEvery = 1024;
+
+/** Reports bytes/s for an elementwise op over n float32 elements. */
+inline void set_ew_bytes(benchmark::State& state, EwOp op, int64_t n) {
+  state.SetBytesProcessed(state.iterations() * ew_operands(op) * 4 * n);
+}
+/** GFLOP/s of an n x n x n float32 matmul (2 n^3 flops per iteration). */
+inline void set_matmul_flops(benchmark::State& state, int64_t n) {
+  state.counters["GFLOP/s"] = benchmark::Counter(
+      2.0 * double(n) * double(n) * double(n) * 1e-9 *
+          double(state.iterations()),
+      benchmark::Counter::kIsRate);
+}
+/** Seconds per op of the chain, forward + gradient (shown as per_op). */
+inline void set_chain_per_op(benchmark::State& state) {
+  state.counters["per_op"] = benchmark::Counter(
+      double(state.iterations()) * kChainOps,
+      benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+
+// --- tapeflow (bench_overhead.cpp, bench_elementwise.cpp, bench_reduce.cpp,
+// bench_matmul.cpp) ----------------------------------------------------------
+void tf_overhead_add(benchmark::State& state);
+void tf_overhead_add_taped(benchmark::State& state);
+void tf_overhead_add_new_tape(benchmark::State& state);
+void tf_overhead_chain(benchmark::State& state);
+void tf_elementwise(benchmark::State& state, EwOp op, int64_t n);
+void tf_sum(benchmark::State& state, int64_t n);
+void tf_matmul(benchmark::State& state, int64_t n);
+/** Raw dnnl::matmul primitive, created once outside the timed loop. */
+void onednn_matmul(benchmark::State& state, int64_t n);
+
+// --- libtorch peer (torch_peer_*.cpp; only with TAPEFLOW_HAVE_TORCH) ---------
+namespace torch_peer {
+/** at::set_num_threads(n). */
+void set_threads(int n);
+int threads();
+std::string version();
+void overhead_add(benchmark::State& state);
+void overhead_add_taped(benchmark::State& state);
+void overhead_chain(benchmark::State& state);
+void elementwise(benchmark::State& state, EwOp op, int64_t n);
+void sum(benchmark::State& state, int64_t n);
+void matmul(benchmark::State& state, int64_t n);
+}  // namespace torch_peer
+
+}  // namespace tfbench

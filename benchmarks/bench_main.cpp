@@ -1,0 +1,125 @@
+// tapeflow_bench: Google Benchmark main with the thread setup done first.
+//
+// Threads: env TAPEFLOW_BENCH_THREADS (default 2) is applied to tapeflow
+// (config::set_intra_op_threads), OpenMP (omp_set_num_threads; oneDNN shares
+// that runtime), libtorch (at::set_num_threads; its default here is 1) and
+// OpenBLAS (libtorch's float32 matmul calls its pthread build, which would
+// otherwise use every core whatever the setting).
+// Every case is registered here, in case order, so that the implementations
+// of one case run back to back: `<case>/<impl>`, impl one of tapeflow,
+// libtorch, onednn. All timings are wall-clock (UseRealTime): the kernels run
+// on OpenMP threads that a CPU-time clock of the main thread would miss.
+#include <dlfcn.h>
+#include <omp.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <utility>
+
+#include "bench_cases.hpp"
+#include "tapeflow/config.hpp"
+
+namespace tfbench {
+namespace {
+
+int threads_from_env() {
+  const char* v = std::getenv("TAPEFLOW_BENCH_THREADS");
+  if (!v || !*v) return 2;
+  char* end = nullptr;
+  const long n = std::strtol(v, &end, 10);
+  if (*end != '\0' || n < 1 || n > 1024) {
+    std::fprintf(stderr,
+                 "tapeflow_bench: TAPEFLOW_BENCH_THREADS must be a positive "
+                 "integer, got '%s'\n",
+                 v);
+    std::exit(2);
+  }
+  return static_cast<int>(n);
+}
+
+/** OpenBLAS is loaded by libtapeflow (LAPACK) and libtorch; -1 if absent. */
+int set_openblas_threads(int n) {
+  using Set = void (*)(int);
+  using Get = int (*)();
+  auto set = reinterpret_cast<Set>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
+  auto get = reinterpret_cast<Get>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
+  if (!set || !get) return -1;
+  set(n);
+  return get();
+}
+
+template <class Fn, class... Args>
+void reg(const std::string& name, benchmark::TimeUnit unit, Fn fn,
+         Args... args) {
+  benchmark::RegisterBenchmark(name.c_str(), fn, args...)
+      ->UseRealTime()
+      ->Unit(unit);
+}
+
+void register_all() {
+  using benchmark::kMicrosecond;
+  using benchmark::kMillisecond;
+  using benchmark::kNanosecond;
+  constexpr bool kTorch =
+#ifdef TAPEFLOW_HAVE_TORCH
+      true;
+#else
+      false;
+#endif
+  reg("overhead_add/tapeflow", kNanosecond, tf_overhead_add);
+  if constexpr (kTorch) reg("overhead_add/libtorch", kNanosecond, torch_peer::overhead_add);
+  reg("overhead_add_taped/tapeflow", kNanosecond, tf_overhead_add_taped);
+  if constexpr (kTorch)
+    reg("overhead_add_taped/libtorch", kNanosecond,
+        torch_peer::overhead_add_taped);
+  reg("overhead_add_new_tape/tapeflow", kNanosecond, tf_overhead_add_new_tape);
+  reg("overhead_chain/tapeflow", kMicrosecond, tf_overhead_chain);
+  if constexpr (kTorch)
+    reg("overhead_chain/libtorch", kMicrosecond, torch_peer::overhead_chain);
+
+  for (int64_t n : {int64_t{1} << 20, int64_t{1} << 24}) {
+    const std::string size = n == (int64_t{1} << 20) ? "_1M" : "_16M";
+    for (EwOp op : {EwOp::add, EwOp::mul, EwOp::exp, EwOp::relu}) {
+      const std::string name = ew_name(op) + size;
+      reg(name + "/tapeflow", kMicrosecond, tf_elementwise, op, n);
+      if constexpr (kTorch)
+        reg(name + "/libtorch", kMicrosecond, torch_peer::elementwise, op, n);
+    }
+  }
+  reg("sum_16M/tapeflow", kMicrosecond, tf_sum, int64_t{1} << 24);
+  if constexpr (kTorch) reg("sum_16M/libtorch", kMicrosecond, torch_peer::sum, int64_t{1} << 24);
+
+  for (int64_t n : {256, 512, 1024, 2048}) {
+    const std::string name = "matmul_" + std::to_string(n);
+    reg(name + "/tapeflow", kMillisecond, tf_matmul, n);
+    if constexpr (kTorch) reg(name + "/libtorch", kMillisecond, torch_peer::matmul, n);
+    reg(name + "/onednn", kMillisecond, onednn_matmul, n);
+  }
+}
+
+}  // namespace
+}  // namespace tfbench
+
+int main(int argc, char** argv) {
+  const int threads = tfbench::threads_from_env();
+  tapeflow::config::set_intra_op_threads(threads);
+  omp_set_num_threads(threads);
+  const int blas_threads = tfbench::set_openblas_threads(threads);
+  benchmark::AddCustomContext("tapeflow_bench_threads", std::to_string(threads));
+  benchmark::AddCustomContext("omp_max_threads",
+                              std::to_string(omp_get_max_threads()));
+  benchmark::AddCustomContext("openblas_threads", std::to_string(blas_threads));
+#ifdef TAPEFLOW_HAVE_TORCH
+  tfbench::torch_peer::set_threads(threads);
+  benchmark::AddCustomContext("libtorch_version", tfbench::torch_peer::version());
+  benchmark::AddCustomContext("libtorch_threads",
+                              std::to_string(tfbench::torch_peer::threads()));
+#endif
+  tfbench::register_all();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

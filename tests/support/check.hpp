@@ -1,0 +1,59 @@
+#pragma once
+// Shared test helpers: closeness checks, float64 gradcheck and the OpCase
+// table that drives every op family's forward, strided and gradient tests.
+#include <doctest/doctest.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tapeflow/tapeflow.hpp"
+
+namespace tpf = tapeflow;
+
+namespace testing {
+
+/** Empty string when a and b match elementwise, else a description. */
+std::string mismatch(const tpf::Tensor& a, const tpf::Tensor& b,
+                     double rtol = 1e-5, double atol = 1e-6);
+
+#define CHECK_CLOSE(a, b, ...)                                       \
+  do {                                                               \
+    const std::string why_ = ::testing::mismatch(a, b, ##__VA_ARGS__); \
+    CHECK_MESSAGE(why_.empty(), why_);                               \
+  } while (0)
+
+using Fn = std::function<tpf::Tensor(const std::vector<tpf::Tensor>&)>;
+
+struct GradcheckOptions {
+  double eps = 1e-6;
+  double atol = 1e-5;
+  double rtol = 1e-3;
+};
+
+/**
+ * Compares the tape's vector-Jacobian product with central finite
+ * differences in float64, for a random cotangent. Empty string = agreement.
+ */
+std::string gradcheck(const Fn& f, const std::vector<tpf::Tensor>& inputs,
+                      GradcheckOptions opt = {});
+
+/** One op under test: forward reference, gradient, strided inputs. */
+struct OpCase {
+  std::string name;
+  Fn fn;
+  std::vector<tpf::Tensor> inputs;  // float64
+  tpf::Tensor expected;             // hand-computed forward result
+  bool differentiable = true;
+};
+
+/** Runs every check of `c` inside a doctest SUBCASE named after it. */
+void run_op_case(const OpCase& c);
+
+/** Same values as x, laid out with non-contiguous strides (rank >= 2). */
+tpf::Tensor strided_copy(const tpf::Tensor& x);
+
+/** Float64 tensor of `shape` with values uniform in [lo, hi). */
+tpf::Tensor uniform64(const tpf::Shape& shape, double lo = -1.0, double hi = 1.0);
+
+}  // namespace testing

@@ -1,0 +1,165 @@
+// Elementwise ops: forward references, broadcasting, strided inputs, float64
+// gradcheck (one OpCase row each), dtype promotion and bad-input errors.
+#include <cmath>
+
+#include "support/check.hpp"
+
+using testing::OpCase;
+using testing::uniform64;
+using Ts = std::vector<tpf::Tensor>;
+
+namespace {
+
+/** Reference result: `ref` applied to each element of x on the host. */
+tpf::Tensor map1(const tpf::Tensor& x, double (*ref)(double)) {
+  auto v = x.to_vector<double>();
+  for (auto& e : v) e = ref(e);
+  return tpf::from_vector(v, x.shape());
+}
+
+/** Reference for a binary op with b broadcast as (1, n) against a (m, n). */
+tpf::Tensor map2(const tpf::Tensor& a, const tpf::Tensor& b,
+                 double (*ref)(double, double)) {
+  auto va = a.to_vector<double>();
+  const auto vb = b.to_vector<double>();
+  for (size_t i = 0; i < va.size(); ++i) va[i] = ref(va[i], vb[i % vb.size()]);
+  return tpf::from_vector(va, a.shape());
+}
+
+tpf::Tensor x23() { return tpf::tensor({{0.5, -1.25, 2.0}, {1.5, 0.25, -0.75}}); }
+tpf::Tensor pos23() { return tpf::tensor({{0.5, 1.25, 2.0}, {1.5, 0.25, 3.0}}); }
+
+OpCase unary(const char* name, tpf::Tensor (*f)(const tpf::Tensor&),
+             double (*ref)(double), tpf::Tensor x) {
+  return {name, [f](const Ts& in) { return f(in[0]); }, {x}, map1(x, ref)};
+}
+
+}  // namespace
+
+TEST_CASE("unary ops: forward, strided, float32 and gradcheck") {
+  const std::vector<OpCase> cases = {
+      unary("neg", tpf::neg, [](double v) { return -v; }, x23()),
+      unary("exp", tpf::exp, [](double v) { return std::exp(v); }, x23()),
+      unary("log", tpf::log, [](double v) { return std::log(v); }, pos23()),
+      unary("sqrt", tpf::sqrt, [](double v) { return std::sqrt(v); }, pos23()),
+      unary("rsqrt", tpf::rsqrt, [](double v) { return 1 / std::sqrt(v); }, pos23()),
+      unary("abs", tpf::abs, [](double v) { return std::abs(v); }, x23()),
+      unary("square", tpf::square, [](double v) { return v * v; }, x23()),
+      unary("sin", tpf::sin, [](double v) { return std::sin(v); }, x23()),
+      unary("cos", tpf::cos, [](double v) { return std::cos(v); }, x23()),
+      unary("tanh", tpf::tanh, [](double v) { return std::tanh(v); }, x23()),
+      unary("sigmoid", tpf::sigmoid, [](double v) { return 1 / (1 + std::exp(-v)); }, x23()),
+      unary("relu", tpf::relu, [](double v) { return v > 0 ? v : 0.0; }, x23()),
+  };
+  for (const auto& c : cases) testing::run_op_case(c);
+}
+
+TEST_CASE("binary ops broadcast (2,3) with (3,)") {
+  const tpf::Tensor a = x23(), b = tpf::tensor({0.75, -2.0, 1.5});
+  const tpf::Tensor pa = pos23(), pb = tpf::tensor({0.5, 2.0, 1.5});
+  auto bin = [](const char* name, tpf::Tensor (*f)(const tpf::Tensor&, const tpf::Tensor&),
+                double (*ref)(double, double), tpf::Tensor x, tpf::Tensor y) {
+    return OpCase{name, [f](const Ts& in) { return f(in[0], in[1]); }, {x, y}, map2(x, y, ref)};
+  };
+  const std::vector<OpCase> cases = {
+      bin("add", tpf::add, [](double x, double y) { return x + y; }, a, b),
+      bin("sub", tpf::sub, [](double x, double y) { return x - y; }, a, b),
+      bin("mul", tpf::mul, [](double x, double y) { return x * y; }, a, b),
+      bin("div", tpf::div, [](double x, double y) { return x / y; }, a, b),
+      bin("pow", [](const tpf::Tensor& x, const tpf::Tensor& y) { return tpf::pow(x, y); },
+          [](double x, double y) { return std::pow(x, y); }, pa, pb),
+      bin("minimum", tpf::minimum, [](double x, double y) { return std::min(x, y); }, a, b),
+      bin("maximum", tpf::maximum, [](double x, double y) { return std::max(x, y); }, a, b),
+  };
+  for (const auto& c : cases) testing::run_op_case(c);
+}
+
+TEST_CASE("broadcasting (2,1) with (1,3) and scalars") {
+  const tpf::Tensor col = tpf::tensor({{1.0}, {2.0}});
+  const tpf::Tensor row = tpf::tensor({{10.0, 20.0, 30.0}});
+  CHECK_CLOSE(col + row, tpf::tensor({{11.0, 21.0, 31.0}, {12.0, 22.0, 32.0}}));
+  CHECK_CLOSE(2.0 * col - 1.0, tpf::tensor({{1.0}, {3.0}}));
+  CHECK_CLOSE(1.0 / col, tpf::tensor({{1.0}, {0.5}}));
+  const auto g = testing::gradcheck(
+      [](const Ts& in) { return in[0] * in[1] + tpf::exp(in[0]); },
+      {uniform64({2, 1}), uniform64({1, 3})});
+  CHECK_MESSAGE(g.empty(), g);
+}
+
+TEST_CASE("large broadcast and contiguous paths run in parallel and agree") {
+  const tpf::Tensor a = tpf::random_uniform({300, 1000});
+  const tpf::Tensor b = tpf::random_uniform({1000});
+  const tpf::Tensor sum = a + b;
+  const auto va = a.to_vector<float>(), vb = b.to_vector<float>(),
+             vs = sum.to_vector<float>();
+  int64_t bad = 0;
+  for (size_t i = 0; i < va.size(); ++i) bad += vs[i] != va[i] + vb[i % 1000];
+  CHECK(bad == 0);
+  const tpf::Tensor e = tpf::exp(tpf::transpose(a));
+  CHECK_CLOSE(tpf::transpose(e), tpf::exp(a));
+}
+
+TEST_CASE("where, clip and cast") {
+  const tpf::Tensor x = x23();
+  const OpCase where_case{
+      "where",
+      [](const Ts& in) { return tpf::where(in[0] > in[1], in[0], in[1]); },
+      {x, tpf::tensor({0.0, 0.0, 0.0})},
+      tpf::tensor({{0.5, 0.0, 2.0}, {1.5, 0.25, 0.0}})};
+  const OpCase clip_case{"clip", [](const Ts& in) { return tpf::clip(in[0], -1.0, 1.0); },
+                         {x}, tpf::tensor({{0.5, -1.0, 1.0}, {1.0, 0.25, -0.75}})};
+  for (const auto& c : {where_case, clip_case}) testing::run_op_case(c);
+  tpf::GradientTape tape;
+  tape.watch(x);
+  const auto g = tape.gradient(tpf::sum(x.cast(tpf::float32) * 3.0), {x})[0];
+  CHECK(g.dtype() == tpf::float64);
+  CHECK_CLOSE(g, tpf::full({2, 3}, 3.0, tpf::float64));
+  CHECK(tpf::tensor({1.7, -2.2, 0.0}).cast(tpf::int32).to_vector<int>() ==
+        std::vector<int>{1, -2, 0});
+  CHECK(tpf::tensor({1.7, 0.0}).cast(tpf::bool_).to_vector<int>() == std::vector<int>{1, 0});
+}
+
+TEST_CASE("comparisons and logical ops give bool tensors") {
+  const tpf::Tensor a = tpf::tensor({1, 2, 3}), b = tpf::tensor({3, 2, 1});
+  CHECK((a < b).dtype() == tpf::bool_);
+  CHECK((a < b).to_vector<int>() == std::vector<int>{1, 0, 0});
+  CHECK((a <= b).to_vector<int>() == std::vector<int>{1, 1, 0});
+  CHECK((a == b).to_vector<int>() == std::vector<int>{0, 1, 0});
+  CHECK((a != b).to_vector<int>() == std::vector<int>{1, 0, 1});
+  CHECK((a > b).to_vector<int>() == std::vector<int>{0, 0, 1});
+  CHECK((a >= b).to_vector<int>() == std::vector<int>{0, 1, 1});
+  CHECK(((a < b) || (a > b)).to_vector<int>() == std::vector<int>{1, 0, 1});
+  CHECK(((a <= b) && (a >= b)).to_vector<int>() == std::vector<int>{0, 1, 0});
+  CHECK((!(a == b)).to_vector<int>() == std::vector<int>{1, 0, 1});
+}
+
+TEST_CASE("type promotion follows bool < int32 < int64 < float32 < float64") {
+  const auto i32 = tpf::tensor({1, 2}), i64 = tpf::tensor({int64_t{1}, int64_t{2}});
+  const auto f32 = tpf::tensor({1.f, 2.f}), f64 = tpf::tensor({1.0, 2.0});
+  const auto b = tpf::tensor({true, false});
+  CHECK((i32 + i64).dtype() == tpf::int64);
+  CHECK((i64 + f32).dtype() == tpf::float32);
+  CHECK((f32 + f64).dtype() == tpf::float64);
+  CHECK((b + b).dtype() == tpf::int32);
+  CHECK((i32 / i32).dtype() == tpf::float32);
+  CHECK(tpf::exp(i32).dtype() == tpf::float32);
+  CHECK((i32 * 2.5).dtype() == tpf::float32);
+  CHECK((i32 * 2.0).dtype() == tpf::int32);
+  CHECK((i32 * 3.0).to_vector<int>() == std::vector<int>{3, 6});
+  CHECK(tpf::abs(tpf::tensor({-3, 4})).to_vector<int>() == std::vector<int>{3, 4});
+}
+
+TEST_CASE("elementwise errors name the op and both shapes") {
+  const auto a = tpf::ones({2, 3}), b = tpf::ones({4});
+  CHECK_THROWS_AS(a + b, tpf::ShapeError);
+  try {
+    (void)tpf::mul(a, b);
+  } catch (const tpf::ShapeError& e) {
+    const std::string msg = e.what();
+    CHECK(msg.rfind("[mul]", 0) == 0);
+    CHECK(msg.find("(2, 3)") != std::string::npos);
+    CHECK(msg.find("(4,)") != std::string::npos);
+  }
+  CHECK_THROWS_AS(tpf::clip(a, 1.0, -1.0), tpf::ValueError);
+  CHECK_THROWS_AS(tpf::add(a, tpf::Tensor()), tpf::ValueError);
+}

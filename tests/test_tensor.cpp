@@ -1,0 +1,110 @@
+// Tensors: creation, conversion, printing, the caching allocator, devices and
+// configuration.
+#include <cmath>
+#include <iostream>
+#include <sstream>
+
+#include "support/check.hpp"
+
+TEST_CASE("creation functions follow the literals' dtypes") {
+  const auto a = tpf::tensor({1.f, 2.f, 3.f});
+  CHECK(a.dtype() == tpf::float32);
+  CHECK(a.shape() == tpf::Shape{3});
+  const auto b = tpf::tensor({{1.0, 2.0}, {3.0, 4.0}});
+  CHECK(b.dtype() == tpf::float64);
+  CHECK(b.rank() == 2);
+  CHECK(tpf::tensor({{{1, 2}}, {{3, 4}}}).shape() == tpf::Shape{2, 1, 2});
+  CHECK(tpf::from_vector(std::vector<float>(6, 1.f), {2, 3}).numel() == 6);
+  CHECK(tpf::zeros({784, 100}).dtype() == tpf::float32);
+  CHECK(tpf::ones({3}, tpf::float64).to_vector<double>() == std::vector<double>{1, 1, 1});
+  CHECK(tpf::fill({2, 3}, 5.0f).to_vector<float>() == std::vector<float>(6, 5.f));
+  CHECK(tpf::arange(0, 10).to_vector<int>().back() == 9);
+  CHECK(tpf::arange(10, 0, -3).to_vector<int>() == std::vector<int>{10, 7, 4, 1});
+  CHECK(tpf::eye(3).to_vector<float>() == std::vector<float>{1, 0, 0, 0, 1, 0, 0, 0, 1});
+  CHECK(tpf::scalar(4.5).item<float>() == 4.5f);
+  CHECK_THROWS_AS(tpf::from_vector(std::vector<float>(5), {2, 3}), tpf::ShapeError);
+  CHECK_THROWS_AS(tpf::tensor({{1.0, 2.0}, {3.0}}), tpf::ShapeError);
+  CHECK_THROWS_AS(tpf::ones({2}).item<float>(), tpf::ShapeError);
+  CHECK_THROWS_AS(tpf::zeros({-1}), tpf::ShapeError);
+  CHECK_THROWS_AS(tpf::ones({2}).data<double>(), tpf::DTypeError);
+}
+
+TEST_CASE("random numbers repeat under a seed and do not depend on threads") {
+  tpf::manual_seed(42);
+  const auto u = tpf::random_uniform({100000}, -1.0, 1.0);
+  tpf::config::set_intra_op_threads(1);
+  tpf::manual_seed(42);
+  const auto u1 = tpf::random_uniform({100000}, -1.0, 1.0);
+  tpf::config::set_intra_op_threads(2);
+  CHECK(u.to_vector<float>() == u1.to_vector<float>());
+  const auto v = u.to_vector<double>();
+  CHECK(*std::min_element(v.begin(), v.end()) >= -1.0);
+  CHECK(*std::max_element(v.begin(), v.end()) < 1.0);
+  CHECK(tpf::mean(u).item<double>() == doctest::Approx(0.0).epsilon(0.01).scale(1));
+  const auto n = tpf::random_normal({100000}, 3.0, 2.0, tpf::float64);
+  const double m = tpf::mean(n).item<double>();
+  const double sd = std::sqrt(tpf::mean(tpf::square(n - m)).item<double>());
+  CHECK(m == doctest::Approx(3.0).epsilon(0.01));
+  CHECK(sd == doctest::Approx(2.0).epsilon(0.01));
+  CHECK_THROWS_AS(tpf::random_uniform({2}, 1.0, 0.0), tpf::ValueError);
+  CHECK_THROWS_AS(tpf::random_normal({2}, 0.0, 1.0, tpf::int32), tpf::DTypeError);
+}
+
+TEST_CASE("printing is NumPy-like and elides large tensors") {
+  std::ostringstream os;
+  os << tpf::tensor({{1.0, 2.5}, {3.0, 4.0}});
+  CHECK(os.str() == "Tensor([[ 1., 2.5],\n        [ 3.,  4.]], shape=(2, 2), dtype=float64)");
+  std::ostringstream big;
+  big << tpf::zeros({100, 100});
+  CHECK(big.str().find("...") != std::string::npos);
+  CHECK(big.str().size() < 1000);
+  std::ostringstream ints;
+  ints << tpf::tensor({true, false});
+  CHECK(ints.str() == "Tensor([ true, false], shape=(2,), dtype=bool)");
+}
+
+TEST_CASE("the CPU allocator caches freed blocks and counts bytes") {
+  tpf::empty_cache();
+  const auto s0 = tpf::memory_stats();
+  { const auto t = tpf::zeros({1 << 20}); }
+  const auto s1 = tpf::memory_stats();
+  CHECK(s1.cached_bytes >= (size_t{4} << 20));
+  CHECK(s1.peak_bytes >= s0.allocated_bytes + (size_t{4} << 20));
+  { const auto t = tpf::zeros({1 << 20}); }
+  const auto s2 = tpf::memory_stats();
+  CHECK(s2.num_fresh == s1.num_fresh);  // reused, no new memory
+  CHECK(reinterpret_cast<uintptr_t>(tpf::ones({3}).raw_data()) % 64 == 0);
+  tpf::empty_cache();
+  CHECK(tpf::memory_stats().cached_bytes == 0);
+}
+
+TEST_CASE("devices: mixing or asking for one without a backend is a DeviceError") {
+  CHECK(tpf::ones({2}).device() == tpf::Device::cpu());
+  CHECK_THROWS_AS(tpf::ones({2}).to(tpf::Device::cuda(0)), tpf::DeviceError);
+  CHECK_THROWS_AS(tpf::zeros({2}, tpf::float32, tpf::Device::cuda(0)), tpf::DeviceError);
+  CHECK(tpf::Device::cuda(1).str() == "cuda:1");
+}
+
+TEST_CASE("placement log prints each (op, device, backend) once") {
+  std::ostringstream captured;
+  auto* old = std::cerr.rdbuf(captured.rdbuf());
+  tpf::config::log_device_placement(true);
+  const auto a = tpf::ones({2}) * tpf::ones({2});
+  const auto b = tpf::ones({2}) * tpf::ones({2});
+  tpf::config::log_device_placement(false);
+  std::cerr.rdbuf(old);
+  const std::string log = captured.str();
+  CHECK(log.find("mul -> cpu:0 (xsimd)") != std::string::npos);
+  CHECK(log.find("mul -> cpu:0") == log.rfind("mul -> cpu:0"));
+}
+
+TEST_CASE("thread settings") {
+  tpf::config::set_intra_op_threads(1);
+  CHECK(tpf::config::intra_op_threads() == 1);
+  const auto x = tpf::random_uniform({1 << 18});
+  const double one = tpf::sum(x * 2.0).item<double>();
+  tpf::config::set_intra_op_threads(2);
+  CHECK(tpf::sum(x * 2.0).item<double>() == doctest::Approx(one).epsilon(1e-5));
+  CHECK_THROWS_AS(tpf::config::set_intra_op_threads(0), tpf::ValueError);
+  CHECK(tpf::config::soft_placement());
+}
