@@ -1,20 +1,11 @@
 // Ops that copy between layouts: concat, gather, one_hot, shuffle.
 #include "core/apply.hpp"
+#include "ops/axes.hpp"
 #include "ops/shape_ops.hpp"
 #include "tapeflow/creation.hpp"
 #include "tapeflow/ops/shape.hpp"
 
 namespace tapeflow {
-namespace {
-int64_t normalize_axis(int64_t axis, int64_t rank, const char* op) {
-  if (axis < -rank || axis >= rank)
-    throw IndexError(std::string("[") + op + "] expected an axis in [" +
-                     std::to_string(-rank) + ", " + std::to_string(rank) +
-                     "), got " + std::to_string(axis));
-  return axis < 0 ? axis + rank : axis;
-}
-}  // namespace
-
 Tensor concat(const std::vector<Tensor>& tensors, int64_t axis) {
   if (tensors.empty())
     throw ValueError("[concat] expected at least one tensor, got none");

@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "core/apply.hpp"
+#include "ops/axes.hpp"
 #include "ops/reduce_ops.hpp"
 #include "tapeflow/creation.hpp"
 #include "tapeflow/ops/math.hpp"
@@ -11,13 +12,6 @@
 namespace tapeflow {
 namespace {
 
-int64_t normalize_axis(int64_t axis, int64_t rank, const char* op) {
-  if (axis < -rank || axis >= std::max<int64_t>(rank, 1))
-    throw IndexError(std::string("[") + op + "] expected an axis in [" +
-                     std::to_string(-rank) + ", " + std::to_string(rank) +
-                     "), got " + std::to_string(axis));
-  return axis < 0 ? axis + rank : axis;
-}
 
 Shape normalize_axes(const Axes& axes, int64_t rank, const char* op) {
   std::vector<int64_t> v;

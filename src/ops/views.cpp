@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "core/apply.hpp"
+#include "ops/axes.hpp"
 #include "ops/shape_ops.hpp"
 #include "tapeflow/ops/reduce.hpp"
 #include "tapeflow/ops/shape.hpp"
@@ -12,13 +13,6 @@ namespace tapeflow {
 namespace {
 std::string list_str(const std::vector<int64_t>& v) {
   return Shape(v).str();
-}
-int64_t normalize_axis(int64_t axis, int64_t rank, const char* op) {
-  if (axis < -rank || axis >= rank)
-    throw IndexError(std::string("[") + op + "] expected an axis in [" +
-                     std::to_string(-rank) + ", " + std::to_string(rank) +
-                     "), got " + std::to_string(axis));
-  return axis < 0 ? axis + rank : axis;
 }
 }  // namespace
 
