@@ -3,6 +3,7 @@
 #include <span>
 #include <vector>
 
+#include "autograd/node_pool.hpp"
 #include "core/small_vector.hpp"
 #include "tapeflow/core/tensor.hpp"
 
@@ -16,7 +17,7 @@ struct TensorSpec {
 
 /** What an op's vjp sees: saved tensors, input specs and the output gradient. */
 struct VjpArgs {
-  std::span<const Tensor> inputs;  // empty handles unless the op saves inputs
+  std::span<const Tensor> inputs;  // empty unless the op saves its inputs
   const Tensor& output;            // undefined unless the op saves its output
   const Tensor& grad;              // gradient of the output
   std::span<const TensorSpec> input_specs;
@@ -55,7 +56,7 @@ class OpNode final : public Node {
       : op_(op) {
     for (const Tensor& t : in) {
       input_specs.push_back({t.shape(), t.dtype()});
-      saved_inputs_.push_back((Op::save & kSaveInputs) ? t : Tensor());
+      if constexpr ((Op::save & kSaveInputs) != 0) saved_inputs_.push_back(t);
     }
     output_spec = {out.shape(), out.dtype()};
     if constexpr ((Op::save & kSaveOutput) != 0) saved_output_ = out;
@@ -89,7 +90,8 @@ class NodeFactory {
 };
 
 /** Number of tapes recording on this thread right now (0 = fast path). */
-extern thread_local int g_recording_tapes;
+extern thread_local int g_recording_tapes
+    __attribute__((tls_model("initial-exec")));
 
 /** Appends a node to every recording tape that tracks one of `in`. */
 void record_node(std::span<const Tensor> in, const Tensor& out,
@@ -103,7 +105,8 @@ inline void record(const Op& op, std::span<const Tensor> in,
     if (g_recording_tapes == 0) return;
     if (!is_floating(out.dtype())) return;  // integer results carry no gradient
     auto make = [&] {
-      return std::shared_ptr<Node>(std::make_shared<OpNode<Op>>(op, in, out));
+      return std::shared_ptr<Node>(
+          std::allocate_shared<OpNode<Op>>(NodeAllocator<OpNode<Op>>(), op, in, out));
     };
     record_node(in, out, NodeFactory(make));
   }

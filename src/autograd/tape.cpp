@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <mutex>
+#include <thread>
 #include <unordered_set>
 
 #include "autograd/tape_state.hpp"
@@ -10,11 +11,12 @@
 
 namespace tapeflow::autograd {
 
-thread_local int g_recording_tapes = 0;
+thread_local int g_recording_tapes __attribute__((tls_model("initial-exec"))) = 0;
 
 namespace {
 
-thread_local std::vector<TapeState*> t_tapes;  // alive on this thread
+thread_local std::vector<TapeState*> t_tapes  // alive on this thread
+    __attribute__((tls_model("initial-exec")));
 thread_local int t_no_grad = 0;
 
 std::atomic<uint64_t> g_next_serial{1};
@@ -42,6 +44,7 @@ void refresh_recording() {
 
 TapeState::TapeState(bool persistent_)
     : serial(g_next_serial.fetch_add(1)), persistent(persistent_) {
+  entries.reserve(256);  // a training step records a few hundred ops
   {
     std::lock_guard lock(g_live_mu);
     live_tapes().insert(serial);
@@ -109,47 +112,63 @@ using autograd::TapeState;
 
 // --- TapeMarks ---------------------------------------------------------------
 
-class TapeMarks::Lock {
+namespace {
+
+constexpr int kSlotBits = 28;
+constexpr uint64_t kSlotMask = (uint64_t{1} << kSlotBits) - 1;
+
+uint64_t pack(uint64_t tape, int32_t slot) {
+  if (static_cast<uint64_t>(slot) > kSlotMask)
+    throw ValueError("[GradientTape] expected at most " +
+                     std::to_string(kSlotMask) +
+                     " tracked tensors per tape, got more");
+  return (tape << kSlotBits) | static_cast<uint64_t>(slot);
+}
+
+/** Guards the rarely used spill list. */
+class SpillLock {
  public:
-  explicit Lock(std::atomic_flag& f) : f_(f) {
-    while (f_.test_and_set(std::memory_order_acquire)) {
-    }
+  explicit SpillLock(std::atomic_flag& f) : f_(f) {
+    while (f_.test_and_set(std::memory_order_acquire)) std::this_thread::yield();
   }
-  ~Lock() { f_.clear(std::memory_order_release); }
+  ~SpillLock() { f_.clear(std::memory_order_release); }
 
  private:
   std::atomic_flag& f_;
 };
 
+}  // namespace
+
 int32_t TapeMarks::find(uint64_t tape) const {
-  Lock lock(busy_);
-  for (const Mark& m : inline_)
-    if (m.tape == tape) return m.slot;
+  for (const auto& word : inline_) {
+    const uint64_t w = word.load(std::memory_order_acquire);
+    if (w >> kSlotBits == tape) return static_cast<int32_t>(w & kSlotMask);
+  }
+  if (!spilled_.load(std::memory_order_acquire)) return -1;
+  SpillLock lock(spill_busy_);
   for (const Mark& m : spill_)
     if (m.tape == tape) return m.slot;
   return -1;
 }
 
 void TapeMarks::add(uint64_t tape, int32_t slot) {
-  Lock lock(busy_);
-  for (Mark& m : inline_) {
-    if (m.tape == 0) {
-      m = {tape, slot};
-      return;
-    }
+  const uint64_t packed = pack(tape, slot);
+  for (auto& word : inline_) {
+    uint64_t expected = 0;
+    if (word.compare_exchange_strong(expected, packed)) return;
   }
-  // Full: marks of finished tapes are dropped before spilling, so a Variable
-  // used by one tape per training step keeps a constant footprint.
-  for (Mark& m : inline_)
-    if (!autograd::is_live(m.tape)) m = {0, -1};
+  // Both words taken: reclaim those of finished tapes, so a Variable used by
+  // one tape per training step keeps a constant footprint.
+  for (auto& word : inline_) {
+    uint64_t old = word.load(std::memory_order_acquire);
+    if (!autograd::is_live(old >> kSlotBits) &&
+        word.compare_exchange_strong(old, packed))
+      return;
+  }
+  SpillLock lock(spill_busy_);
   std::erase_if(spill_, [](const Mark& m) { return !autograd::is_live(m.tape); });
-  for (Mark& m : inline_) {
-    if (m.tape == 0) {
-      m = {tape, slot};
-      return;
-    }
-  }
   spill_.push_back({tape, slot});
+  spilled_.store(true, std::memory_order_release);
 }
 
 // --- GradientTape ------------------------------------------------------------

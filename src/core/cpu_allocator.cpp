@@ -7,7 +7,9 @@
 #include <cstdlib>
 #include <mutex>
 #include <new>
-#include <unordered_map>
+#include <array>
+#include <atomic>
+#include <thread>
 #include <vector>
 
 #include "tapeflow/core/error.hpp"
@@ -19,13 +21,38 @@ namespace {
 constexpr size_t kAlignment = 64;
 constexpr size_t kHugePage = size_t{2} << 20;
 
-// Four classes per power of two: at most 25% of a block is slack.
-size_t size_class(size_t n) {
-  if (n <= kAlignment) return kAlignment;
-  const size_t top = std::bit_floor(n - 1);
-  const size_t step = std::max(kAlignment, top / 4);
-  return (n + step - 1) / step * step;
+struct SizeClass {
+  size_t bytes;
+  int index;
+};
+
+// Four classes per power of two (at most 25% slack), indexed densely so that
+// the free lists are a plain array.
+SizeClass size_class(size_t n) {
+  if (n <= kAlignment) return {kAlignment, 0};
+  if (n <= 4 * kAlignment) {
+    const size_t k = (n + kAlignment - 1) / kAlignment;  // 2..4
+    return {k * kAlignment, static_cast<int>(k - 1)};
+  }
+  const int p = std::bit_width(n - 1) - 1;  // 2^p < n <= 2^(p+1), p >= 8
+  const size_t step = size_t{1} << (p - 2);
+  const size_t q = (n + step - 1) / step;  // 5..8
+  return {q * step, 4 + (p - 8) * 4 + static_cast<int>(q - 5)};
 }
+constexpr int kNumClasses = 4 + (64 - 8) * 4;
+
+/** Spins briefly: the critical sections below are a few instructions. */
+class SpinLock {
+ public:
+  void lock() {
+    while (flag_.test_and_set(std::memory_order_acquire))
+      while (flag_.test(std::memory_order_relaxed)) std::this_thread::yield();
+  }
+  void unlock() { flag_.clear(std::memory_order_release); }
+
+ private:
+  std::atomic_flag flag_ = ATOMIC_FLAG_INIT;
+};
 
 /**
  * Keeps freed blocks by size class instead of returning them: a fresh page
@@ -35,30 +62,29 @@ size_t size_class(size_t n) {
 class CachingCpuAllocator final : public Allocator {
  public:
   void* allocate(size_t nbytes) override {
-    const size_t cls = size_class(nbytes);
+    const SizeClass cls = size_class(nbytes);
     {
       std::lock_guard lock(mu_);
       ++stats_.num_allocs;
-      auto it = free_.find(cls);
-      if (it != free_.end() && !it->second.empty()) {
-        void* p = it->second.back();
-        it->second.pop_back();
-        stats_.cached_bytes -= cls;
-        note_allocated(cls);
+      note_allocated(cls.bytes);
+      auto& blocks = free_[cls.index];
+      if (!blocks.empty()) {
+        void* p = blocks.back();
+        blocks.pop_back();
+        stats_.cached_bytes -= cls.bytes;
         return p;
       }
       ++stats_.num_fresh;
-      note_allocated(cls);
     }
-    return fresh(cls);
+    return fresh(cls.bytes);
   }
 
   void deallocate(void* p, size_t nbytes) override {
-    const size_t cls = size_class(nbytes);
+    const SizeClass cls = size_class(nbytes);
     std::lock_guard lock(mu_);
-    free_[cls].push_back(p);
-    stats_.allocated_bytes -= cls;
-    stats_.cached_bytes += cls;
+    free_[cls.index].push_back(p);
+    stats_.allocated_bytes -= cls.bytes;
+    stats_.cached_bytes += cls.bytes;
   }
 
   MemoryStats stats() const override {
@@ -68,9 +94,10 @@ class CachingCpuAllocator final : public Allocator {
 
   void empty_cache() override {
     std::lock_guard lock(mu_);
-    for (auto& [cls, blocks] : free_)
+    for (auto& blocks : free_) {
       for (void* p : blocks) std::free(p);
-    free_.clear();
+      blocks.clear();
+    }
     stats_.cached_bytes = 0;
   }
 
@@ -91,8 +118,8 @@ class CachingCpuAllocator final : public Allocator {
     return p;
   }
 
-  mutable std::mutex mu_;
-  std::unordered_map<size_t, std::vector<void*>> free_;
+  mutable SpinLock mu_;
+  std::array<std::vector<void*>, kNumClasses> free_;
   MemoryStats stats_;
 };
 

@@ -16,25 +16,9 @@ Shape::Shape(const std::vector<int64_t>& dims) {
   for (int64_t d : dims) push_back(d);
 }
 
-void Shape::push_back(int64_t d) {
-  if (rank_ == kMaxRank)
-    throw ShapeError("[shape] expected rank <= " + std::to_string(kMaxRank) +
-                     ", got more dimensions");
-  dims_[rank_++] = d;
-}
-
-void Shape::resize(int64_t n, int64_t value) {
-  if (n > kMaxRank)
-    throw ShapeError("[shape] expected rank <= " + std::to_string(kMaxRank) +
-                     ", got " + std::to_string(n));
-  for (int64_t i = rank_; i < n; ++i) dims_[i] = value;
-  rank_ = static_cast<int8_t>(n);
-}
-
-int64_t Shape::numel() const {
-  int64_t n = 1;
-  for (int64_t d : *this) n *= d;
-  return n;
+void Shape::throw_rank(int64_t rank) {
+  throw ShapeError("[shape] expected rank <= " + std::to_string(kMaxRank) +
+                   ", got " + std::to_string(rank));
 }
 
 std::string Shape::str() const {
@@ -45,26 +29,8 @@ std::string Shape::str() const {
   return os.str();
 }
 
-bool operator==(const Shape& a, const Shape& b) {
-  if (a.rank_ != b.rank_) return false;
-  for (int i = 0; i < a.rank_; ++i)
-    if (a.dims_[i] != b.dims_[i]) return false;
-  return true;
-}
-
 std::ostream& operator<<(std::ostream& os, const Shape& s) {
   return os << s.str();
-}
-
-Shape contiguous_strides(const Shape& s) {
-  Shape st;
-  st.resize(s.size());
-  int64_t acc = 1;
-  for (int64_t i = s.size() - 1; i >= 0; --i) {
-    st[i] = acc;
-    acc *= s[i] > 0 ? s[i] : 1;
-  }
-  return st;
 }
 
 std::string_view dtype_name(DType t) {

@@ -17,6 +17,10 @@ inline constexpr int64_t kParallelGrain = 1 << 15;
  */
 template <class Body>
 void parallel_for(int64_t n, int64_t grain, Body&& body) {
+  if (n < 2 * grain) {
+    if (n > 0) body(int64_t{0}, n);
+    return;
+  }
   const int threads = static_cast<int>(std::min<int64_t>(
       config::intra_op_threads(), std::max<int64_t>(1, n / grain)));
   if (threads <= 1) {

@@ -92,6 +92,20 @@ void for_each_row(const LoopPlan<N>& p, int64_t begin, int64_t end, Row&& row) {
 template <size_t N, class Row>
 void run_elementwise(const Tensor& out, const std::array<const Tensor*, N - 1>& in,
                      Row&& row) {
+  // Fast path: every operand contiguous with the output's shape, one row.
+  bool flat = out.is_contiguous();
+  for (size_t k = 0; flat && k + 1 < N; ++k)
+    flat = in[k]->shape() == out.shape() && in[k]->is_contiguous();
+  if (flat) {
+    std::array<int64_t, N> ones;
+    ones.fill(1);
+    parallel_for(out.numel(), kParallelGrain, [&](int64_t b, int64_t e) {
+      std::array<int64_t, N> off;
+      off.fill(b);
+      row(off, e - b, ones);
+    });
+    return;
+  }
   std::array<std::array<int64_t, kMaxRank>, N> st{};
   st[0] = broadcast_strides(out, out.shape());
   for (size_t k = 1; k < N; ++k) st[k] = broadcast_strides(*in[k - 1], out.shape());

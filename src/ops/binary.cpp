@@ -51,12 +51,16 @@ Tensor scalar_like(const Tensor& x, double value) {
 namespace {
 template <class Op>
 Tensor binary(const Tensor& x, const Tensor& y) {
+  if (x.defined() && y.defined() && x.dtype() == y.dtype())
+    return apply(Op{}, {x, y});
   auto [a, b] = promote_pair(x, y, Op::name);
   return apply(Op{}, {a, b});
 }
 /** Integers and bools computed as numbers (bool + bool is int32). */
 template <class Op>
 Tensor arithmetic(const Tensor& x, const Tensor& y) {
+  if (x.defined() && y.defined() && x.dtype() == y.dtype() && x.dtype() != bool_)
+    return apply(Op{}, {x, y});
   auto [a, b] = promote_pair(x, y, Op::name);
   if (a.dtype() == bool_) return binary<Op>(cast(a, int32), cast(b, int32));
   return apply(Op{}, {a, b});

@@ -34,16 +34,33 @@ class Shape {
   int64_t* begin() { return dims_.data(); }
   int64_t* end() { return dims_.data() + rank_; }
   int64_t back() const { return dims_[rank_ - 1]; }
-  void push_back(int64_t d);
-  void resize(int64_t n, int64_t value = 0);
+  void push_back(int64_t d) {
+    if (rank_ == kMaxRank) throw_rank(rank_ + 1);
+    dims_[rank_++] = d;
+  }
+  void resize(int64_t n, int64_t value = 0) {
+    if (n > kMaxRank) throw_rank(n);
+    for (int64_t i = rank_; i < n; ++i) dims_[i] = value;
+    rank_ = static_cast<int8_t>(n);
+  }
   /** Product of the extents (1 for rank 0). */
-  int64_t numel() const;
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int i = 0; i < rank_; ++i) n *= dims_[i];
+    return n;
+  }
   std::vector<int64_t> to_vector() const { return {begin(), end()}; }
   std::string str() const;
 
-  friend bool operator==(const Shape& a, const Shape& b);
+  friend bool operator==(const Shape& a, const Shape& b) {
+    if (a.rank_ != b.rank_) return false;
+    for (int i = 0; i < a.rank_; ++i)
+      if (a.dims_[i] != b.dims_[i]) return false;
+    return true;
+  }
 
  private:
+  [[noreturn]] static void throw_rank(int64_t rank);
   std::array<int64_t, kMaxRank> dims_{};
   int8_t rank_ = 0;
 };
@@ -51,6 +68,15 @@ class Shape {
 std::ostream& operator<<(std::ostream& os, const Shape& s);
 
 /** Row-major strides (in elements) of a contiguous tensor of shape `s`. */
-Shape contiguous_strides(const Shape& s);
+inline Shape contiguous_strides(const Shape& s) {
+  Shape st;
+  st.resize(s.size());
+  int64_t acc = 1;
+  for (int64_t i = s.size() - 1; i >= 0; --i) {
+    st[i] = acc;
+    acc *= s[i] > 0 ? s[i] : 1;
+  }
+  return st;
+}
 
 }  // namespace tapeflow

@@ -13,24 +13,24 @@ namespace tapeflow {
 /**
  * Which gradient tapes track a tensor, and at which slot. Tape serials are
  * never reused, so a mark left by a finished tape is inert. Two marks live
- * inline (one tape, or one nested pair); deeper nesting spills to the heap.
+ * inline as packed atomic words (one tape, or a nested pair) and are read
+ * without locking; deeper nesting spills to a locked list.
  */
 class TapeMarks {
  public:
-  struct Mark {
-    uint64_t tape = 0;
-    int32_t slot = -1;
-  };
   /** Slot of `tape` for this tensor, or -1. */
   int32_t find(uint64_t tape) const;
   /** Records (tape, slot), dropping marks of tapes no longer alive. */
   void add(uint64_t tape, int32_t slot);
-  bool empty() const { return !inline_[0].tape && spill_.empty(); }
 
  private:
-  class Lock;
-  mutable std::atomic_flag busy_ = ATOMIC_FLAG_INIT;
-  Mark inline_[2];
+  struct Mark {
+    uint64_t tape = 0;
+    int32_t slot = -1;
+  };
+  std::atomic<uint64_t> inline_[2] = {0, 0};  // (tape << kSlotBits) | slot
+  std::atomic<bool> spilled_ = false;
+  mutable std::atomic_flag spill_busy_ = ATOMIC_FLAG_INIT;
   std::vector<Mark> spill_;
 };
 
