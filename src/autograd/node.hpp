@@ -13,6 +13,7 @@ namespace tapeflow::autograd {
 struct TensorSpec {
   Shape shape;
   DType dtype = float32;
+  Device device = Device::cpu();
 };
 
 /** What an op's vjp sees: saved tensors, input specs and the output gradient. */
@@ -55,10 +56,10 @@ class OpNode final : public Node {
   OpNode(const Op& op, std::span<const Tensor> in, const Tensor& out)
       : op_(op) {
     for (const Tensor& t : in) {
-      input_specs.push_back({t.shape(), t.dtype()});
+      input_specs.push_back({t.shape(), t.dtype(), t.device()});
       if constexpr ((Op::save & kSaveInputs) != 0) saved_inputs_.push_back(t);
     }
-    output_spec = {out.shape(), out.dtype()};
+    output_spec = {out.shape(), out.dtype(), out.device()};
     if constexpr ((Op::save & kSaveOutput) != 0) saved_output_ = out;
   }
   const char* name() const override { return Op::name; }

@@ -53,7 +53,8 @@ class CustomNode final : public autograd::Node {
       const std::vector<Tensor>& grads) const override {
     std::vector<Tensor> full(grads);
     for (size_t i = 0; i < full.size(); ++i)
-      if (!full[i].defined()) full[i] = zeros(outs_[i].shape, outs_[i].dtype);
+      if (!full[i].defined())
+        full[i] = zeros(outs_[i].shape, outs_[i].dtype, outs_[i].device);
     std::vector<Tensor> gx = grad_(full);
     if (gx.size() != input_specs.size())
       throw ValueError("[custom_gradient] expected the gradient function to return " +
@@ -84,12 +85,12 @@ std::vector<Tensor> custom_gradient(
   for (const Tensor& y : r.outputs) {
     // Fresh handles: an output that is one of the inputs must not be re-marked.
     outs.push_back(make_view(y, y.shape(), y.strides(), y.offset()));
-    specs.push_back({y.shape(), y.dtype()});
+    specs.push_back({y.shape(), y.dtype(), y.device()});
   }
   if (autograd::g_recording_tapes == 0) return outs;
   auto make = [&] {
     auto node = std::make_shared<CustomNode>(r.grad, specs);
-    for (const Tensor& x : inputs) node->input_specs.push_back({x.shape(), x.dtype()});
+    for (const Tensor& x : inputs) node->input_specs.push_back({x.shape(), x.dtype(), x.device()});
     node->output_spec = specs.empty() ? autograd::TensorSpec{} : specs[0];
     return std::shared_ptr<autograd::Node>(node);
   };

@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/registry.hpp"
 #include "tapeflow/core/error.hpp"
 #include "tapeflow/memory.hpp"
 
@@ -131,10 +132,35 @@ Allocator* cpu_allocator() {
   return instance;
 }
 
+namespace {
+DeviceBackend* g_backends[kNumDeviceTypes] = {};
+}  // namespace
+
+DeviceBackend* device_backend(DeviceType type) {
+  return g_backends[static_cast<int>(type)];
+}
+void set_device_backend(DeviceType type, DeviceBackend* backend) {
+  g_backends[static_cast<int>(type)] = backend;
+}
+
+DeviceBackend* checked_backend(Device device, const char* op) {
+  ensure_backends_registered();
+  DeviceBackend* b = device_backend(device.type);
+  if (!b)
+    throw DeviceError(std::string("[") + op + "] expected a device with a backend, got " +
+                      device.str() + " (no backend for it is loaded: tapeflow was built "
+                      "without CUDA, or libtapeflow_cuda could not be loaded)");
+  const int count = b->device_count();
+  if (device.index < 0 || device.index >= count)
+    throw DeviceError(std::string("[") + op + "] expected a " + b->name() +
+                      " device index in [0, " + std::to_string(count) + "), got " +
+                      device.str());
+  return b;
+}
+
 Allocator* allocator_for(Device device, const char* op) {
   if (device.is_cpu()) return cpu_allocator();
-  throw DeviceError(std::string("[") + op + "] expected a device with a backend, got " +
-                    device.str() + " (this build of tapeflow has no CUDA backend)");
+  return checked_backend(device, op)->allocator(device.index);
 }
 
 MemoryStats memory_stats(Device device) {

@@ -1,6 +1,7 @@
 #pragma once
 #include <span>
 
+#include "core/device_backend.hpp"
 #include "tapeflow/core/tensor.hpp"
 
 namespace tapeflow {
@@ -25,6 +26,10 @@ class Registry {
   void set(DeviceType device, Kernel<Op> kernel, const char* backend) {
     KernelTable<Op>::kernels[static_cast<int>(device)] = kernel;
     KernelTable<Op>::backends[static_cast<int>(device)] = backend;
+  }
+  /** Memory and host copies for a non-CPU device type. */
+  void set_backend(DeviceType device, DeviceBackend* backend) {
+    set_device_backend(device, backend);
   }
 };
 

@@ -5,6 +5,7 @@
 #include "core/apply.hpp"
 #include "core/cpu_allocator.hpp"
 #include "core/creation_internal.hpp"
+#include "ops/elementwise_ops.hpp"
 #include "tapeflow/config.hpp"
 #include "tapeflow/ops/math.hpp"
 
@@ -104,11 +105,58 @@ std::vector<int64_t> Tensor::host_int64s() const {
 
 Tensor Tensor::to(Device device) const {
   if (device == this->device()) return *this;
-  // Any other pair needs a device backend; allocator_for names what is missing.
-  allocator_for(device, "to");
-  allocator_for(this->device(), "to");
-  throw DeviceError("[to] expected a copy path from " + this->device().str() +
-                    " to " + device.str() + ", got none in this build");
+  return apply_view(ToDevice{device}, *this);
+}
+
+namespace {
+
+/**
+ * Host copy of a strided device view: the storage span it covers comes over
+ * in one transfer and the view's strides are applied on the host, so devices
+ * need no strided-copy kernel.
+ */
+Tensor strided_to_host(const Tensor& x) {
+  int64_t last = 0;
+  for (int64_t i = 0; i < x.rank(); ++i) last += (x.shape()[i] - 1) * x.strides()[i];
+  const int64_t span = last + 1;
+  Tensor host = empty_tensor({span}, x.dtype(), Device::cpu());
+  const size_t item = itemsize(x.dtype());
+  checked_backend(x.device(), "to")->copy_to_host(
+      static_cast<const char*>(x.impl()->storage->data()) + x.offset() * item,
+      host.raw_data(), span * item, x.device().index);
+  return materialize(make_view(host, x.shape(), x.strides(), 0));
+}
+
+}  // namespace
+
+Tensor ToDevice::view(const Tensor& x) const {
+  Tensor src = x;
+  if (x.numel() > 0 && !x.is_contiguous() && !x.device().is_cpu())
+    src = strided_to_host(x);
+  else
+    src = materialize(x);
+  if (src.device() == device) return src;
+  Tensor dst = empty_tensor(src.shape(), src.dtype(), device);
+  const size_t bytes = src.numel() * itemsize(src.dtype());
+  if (bytes == 0) return dst;
+  const Device from = src.device();
+  if (from.is_cpu()) {
+    checked_backend(device, name)->copy_from_host(src.raw_data(), dst.raw_data(),
+                                                  bytes, device.index);
+  } else if (device.is_cpu()) {
+    checked_backend(from, name)->copy_to_host(src.raw_data(), dst.raw_data(),
+                                              bytes, from.index);
+  } else {  // between two devices, through the host
+    std::vector<char> host(bytes);
+    checked_backend(from, name)->copy_to_host(src.raw_data(), host.data(), bytes,
+                                              from.index);
+    checked_backend(device, name)->copy_from_host(host.data(), dst.raw_data(),
+                                                  bytes, device.index);
+  }
+  return dst;
+}
+Grads ToDevice::vjp(const VjpArgs& a) const {
+  return {a.grad.to(a.input_specs[0].device)};
 }
 
 Tensor Tensor::cast(DType dtype) const { return tapeflow::cast(*this, dtype); }

@@ -86,6 +86,15 @@ struct Cast {
   Grads vjp(const VjpArgs& a) const;
 };
 
+/** Copy to another device (Tensor::to); differentiable. */
+struct ToDevice {
+  static constexpr const char* name = "to";
+  static constexpr int save = kSaveNothing;
+  Device device;
+  Tensor view(const Tensor& x) const;
+  Grads vjp(const VjpArgs& a) const;
+};
+
 /** Uniform/normal random numbers from a counter-based generator (no inputs). */
 struct RandomUniform {
   static constexpr const char* name = "random_uniform";

@@ -1,0 +1,29 @@
+#pragma once
+#include <cstddef>
+
+#include "tapeflow/core/storage.hpp"
+
+namespace tapeflow {
+
+/**
+ * What a non-CPU backend provides besides its kernels: memory per device and
+ * copies to and from the host. A backend installs itself from its register
+ * function (register_cuda) through Registry::set_backend.
+ */
+class DeviceBackend {
+ public:
+  virtual ~DeviceBackend() = default;
+  virtual const char* name() const = 0;
+  virtual int device_count() const = 0;
+  virtual Allocator* allocator(int index) = 0;
+  virtual void copy_to_host(const void* src, void* host_dst, size_t bytes,
+                            int index) = 0;
+  virtual void copy_from_host(const void* host_src, void* dst, size_t bytes,
+                              int index) = 0;
+};
+
+/** The backend installed for `type`, or nullptr (the CPU has none). */
+DeviceBackend* device_backend(DeviceType type);
+void set_device_backend(DeviceType type, DeviceBackend* backend);
+
+}  // namespace tapeflow
