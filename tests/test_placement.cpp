@@ -36,10 +36,11 @@ class HostBackedDevice final : public tpf::DeviceBackend {
   HostMemory memory_;
 };
 
-/** Installs the test backend unless a real CUDA backend is loaded. */
+/** Installs the test backend unless a real CUDA device is present. */
 bool install_test_device() {
   tpf::ensure_backends_registered();
-  if (tpf::device_backend(tpf::DeviceType::cuda)) return false;
+  const auto* real = tpf::device_backend(tpf::DeviceType::cuda);
+  if (real && real->device_count() > 0) return false;
   static HostBackedDevice device;
   tpf::Registry r;
   r.set_backend(tpf::DeviceType::cuda, &device);

@@ -90,9 +90,17 @@ class NodeFactory {
   std::shared_ptr<Node> (*fn_)(void*);
 };
 
-/** Number of tapes recording on this thread right now (0 = fast path). */
+/**
+ * Number of tapes recording on this thread right now (0 = fast path). The
+ * initial-exec model makes reading it a plain load; nvcc, which compiles no
+ * op path, does not accept the attribute on a declaration.
+ */
+#ifdef __CUDACC__
+extern thread_local int g_recording_tapes;
+#else
 extern thread_local int g_recording_tapes
     __attribute__((tls_model("initial-exec")));
+#endif
 
 /** Appends a node to every recording tape that tracks one of `in`. */
 void record_node(std::span<const Tensor> in, const Tensor& out,

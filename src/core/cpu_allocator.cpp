@@ -12,35 +12,17 @@
 #include <thread>
 #include <vector>
 
+#include "core/backend_loader.hpp"
 #include "core/registry.hpp"
+#include "core/size_class.hpp"
 #include "tapeflow/core/error.hpp"
 #include "tapeflow/memory.hpp"
 
 namespace tapeflow {
 namespace {
 
-constexpr size_t kAlignment = 64;
+constexpr size_t kAlignment = kMinBlock;
 constexpr size_t kHugePage = size_t{2} << 20;
-
-struct SizeClass {
-  size_t bytes;
-  int index;
-};
-
-// Four classes per power of two (at most 25% slack), indexed densely so that
-// the free lists are a plain array.
-SizeClass size_class(size_t n) {
-  if (n <= kAlignment) return {kAlignment, 0};
-  if (n <= 4 * kAlignment) {
-    const size_t k = (n + kAlignment - 1) / kAlignment;  // 2..4
-    return {k * kAlignment, static_cast<int>(k - 1)};
-  }
-  const int p = std::bit_width(n - 1) - 1;  // 2^p < n <= 2^(p+1), p >= 8
-  const size_t step = size_t{1} << (p - 2);
-  const size_t q = (n + step - 1) / step;  // 5..8
-  return {q * step, 4 + (p - 8) * 4 + static_cast<int>(q - 5)};
-}
-constexpr int kNumClasses = 4 + (64 - 8) * 4;
 
 /** Spins briefly: the critical sections below are a few instructions. */
 class SpinLock {
@@ -120,7 +102,7 @@ class CachingCpuAllocator final : public Allocator {
   }
 
   mutable SpinLock mu_;
-  std::array<std::vector<void*>, kNumClasses> free_;
+  std::array<std::vector<void*>, kNumSizeClasses> free_;
   MemoryStats stats_;
 };
 
@@ -137,6 +119,7 @@ DeviceBackend* g_backends[kNumDeviceTypes] = {};
 }  // namespace
 
 DeviceBackend* device_backend(DeviceType type) {
+  if (type == DeviceType::cuda) load_cuda_backend();
   return g_backends[static_cast<int>(type)];
 }
 void set_device_backend(DeviceType type, DeviceBackend* backend) {
@@ -148,8 +131,8 @@ DeviceBackend* checked_backend(Device device, const char* op) {
   DeviceBackend* b = device_backend(device.type);
   if (!b)
     throw DeviceError(std::string("[") + op + "] expected a device with a backend, got " +
-                      device.str() + " (no backend for it is loaded: tapeflow was built "
-                      "without CUDA, or libtapeflow_cuda could not be loaded)");
+                      device.str() + " (the CUDA backend is not loaded: " +
+                      cuda_load_error() + ")");
   const int count = b->device_count();
   if (device.index < 0 || device.index >= count)
     throw DeviceError(std::string("[") + op + "] expected a " + b->name() +

@@ -3,7 +3,7 @@
 #include <numbers>
 
 #include "core/philox.hpp"
-#include "cpu/dispatch.hpp"
+#include "core/dtype_dispatch.hpp"
 #include "cpu/strided_loop.hpp"
 #include "ops/elementwise_ops.hpp"
 

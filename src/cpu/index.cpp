@@ -3,7 +3,7 @@
 #include <cstring>
 
 #include "core/creation_internal.hpp"
-#include "cpu/dispatch.hpp"
+#include "core/dtype_dispatch.hpp"
 #include "cpu/strided_loop.hpp"
 #include "ops/shape_ops.hpp"
 #include "tapeflow/ops/shape.hpp"

@@ -8,7 +8,7 @@
 #include <xtensor/xnoalias.hpp>
 
 #include "core/creation_internal.hpp"
-#include "cpu/dispatch.hpp"
+#include "core/dtype_dispatch.hpp"
 #include "ops/linalg_ops.hpp"
 
 namespace tapeflow::cpu {

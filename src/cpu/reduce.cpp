@@ -6,7 +6,7 @@
 #include <limits>
 
 #include "core/creation_internal.hpp"
-#include "cpu/dispatch.hpp"
+#include "core/dtype_dispatch.hpp"
 #include "cpu/strided_loop.hpp"
 #include "ops/reduce_ops.hpp"
 #include "tapeflow/ops/shape.hpp"

@@ -1,4 +1,4 @@
-#include "cpu/dispatch.hpp"
+#include "core/dtype_dispatch.hpp"
 #include "cpu/elementwise_rows.hpp"
 #include "cpu/functors.hpp"
 #include "ops/elementwise_ops.hpp"

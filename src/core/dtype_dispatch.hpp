@@ -7,7 +7,7 @@
 #include "tapeflow/core/dtype.hpp"
 #include "tapeflow/core/error.hpp"
 
-namespace tapeflow::cpu {
+namespace tapeflow {
 
 template <class F>
 decltype(auto) dispatch_all(DType t, F&& f) {
@@ -43,4 +43,4 @@ decltype(auto) dispatch_floating(DType t, const char* op, F&& f) {
                    std::string(dtype_name(t)));
 }
 
-}  // namespace tapeflow::cpu
+}  // namespace tapeflow

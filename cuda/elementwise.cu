@@ -1,0 +1,179 @@
+// Elementwise kernels: unary and binary math, comparisons, logical ops,
+// where, cast (also the strided copy behind contiguous()) and fill.
+#include "core/dtype_dispatch.hpp"
+#include "elementwise.cuh"
+#include "functors.cuh"
+#include "ops/elementwise_ops.hpp"
+
+namespace tapeflow::cuda {
+namespace {
+
+template <class F, class R, class T>
+struct UnaryBody {
+  F f;
+  R* o;
+  const T* a;
+  __device__ void operator()(const int64_t* off) const { o[off[0]] = f(a[off[1]]); }
+};
+template <class F, class R, class T>
+struct BinaryBody {
+  F f;
+  R* o;
+  const T* a;
+  const T* b;
+  __device__ void operator()(const int64_t* off) const {
+    o[off[0]] = f(a[off[1]], b[off[2]]);
+  }
+};
+template <class T>
+struct WhereBody {
+  T* o;
+  const uint8_t* c;
+  const T* a;
+  const T* b;
+  __device__ void operator()(const int64_t* off) const {
+    o[off[0]] = c[off[1]] ? a[off[2]] : b[off[3]];
+  }
+};
+template <class To, class From>
+struct CastBody {
+  To* o;
+  const From* a;
+  __device__ void operator()(const int64_t* off) const {
+    if constexpr (std::is_same_v<To, uint8_t>)
+      o[off[0]] = a[off[1]] != From(0);
+    else
+      o[off[0]] = static_cast<To>(a[off[1]]);
+  }
+};
+template <class T>
+struct FillBody {
+  T* o;
+  T v;
+  __device__ void operator()(const int64_t* off) const { o[off[0]] = v; }
+};
+
+template <class T>
+T* ptr(const Tensor& t) {
+  return static_cast<T*>(t.raw_data());
+}
+
+template <class R, class T, class F>
+void unary(const Tensor& x, Tensor& out, F f) {
+  launch_elementwise<2>(out, {&x}, UnaryBody<F, R, T>{f, ptr<R>(out), ptr<T>(x)});
+}
+template <class R, class T, class F>
+void binary(const Tensor& x, const Tensor& y, Tensor& out, F f) {
+  launch_elementwise<3>(out, {&x, &y},
+                        BinaryBody<F, R, T>{f, ptr<R>(out), ptr<T>(x), ptr<T>(y)});
+}
+
+template <class Op, class F>
+void floating_unary(const Op&, Inputs in, Tensor& out) {
+  dispatch_floating(in[0].dtype(), Op::name, [&](auto tag) {
+    using T = decltype(tag);
+    unary<T, T>(in[0], out, F{});
+  });
+}
+template <class Op, class F>
+void numeric_unary(const Op&, Inputs in, Tensor& out) {
+  dispatch_numeric(in[0].dtype(), Op::name, [&](auto tag) {
+    using T = decltype(tag);
+    unary<T, T>(in[0], out, F{});
+  });
+}
+void logical_not(const LogicalNot&, Inputs in, Tensor& out) {
+  unary<uint8_t, uint8_t>(in[0], out, NotF{});
+}
+
+template <class Op, class F>
+void arithmetic(const Op&, Inputs in, Tensor& out) {
+  dispatch_numeric(in[0].dtype(), Op::name, [&](auto tag) {
+    using T = decltype(tag);
+    binary<T, T>(in[0], in[1], out, F{});
+  });
+}
+template <class Op, class F>
+void floating_binary(const Op&, Inputs in, Tensor& out) {
+  dispatch_floating(in[0].dtype(), Op::name, [&](auto tag) {
+    using T = decltype(tag);
+    binary<T, T>(in[0], in[1], out, F{});
+  });
+}
+template <class Op, class F>
+void compare(const Op&, Inputs in, Tensor& out) {
+  dispatch_all(in[0].dtype(), [&](auto tag) {
+    binary<uint8_t, decltype(tag)>(in[0], in[1], out, F{});
+  });
+}
+template <class Op, class F>
+void logical(const Op&, Inputs in, Tensor& out) {
+  binary<uint8_t, uint8_t>(in[0], in[1], out, F{});
+}
+
+void where(const Where&, Inputs in, Tensor& out) {
+  dispatch_all(in[1].dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    launch_elementwise<4>(out, {&in[0], &in[1], &in[2]},
+                          WhereBody<T>{ptr<T>(out), ptr<uint8_t>(in[0]), ptr<T>(in[1]),
+                                       ptr<T>(in[2])});
+  });
+}
+
+void cast(const Cast&, Inputs in, Tensor& out) {
+  dispatch_all(in[0].dtype(), [&](auto from) {
+    dispatch_all(out.dtype(), [&](auto to) {
+      using From = decltype(from);
+      using To = decltype(to);
+      launch_elementwise<2>(out, {&in[0]}, CastBody<To, From>{ptr<To>(out), ptr<From>(in[0])});
+    });
+  });
+}
+
+void full(const Full& op, Inputs, Tensor& out) {
+  dispatch_all(out.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T v = std::is_same_v<T, uint8_t> ? T(op.value != 0) : static_cast<T>(op.value);
+    launch_elementwise<1>(out, {}, FillBody<T>{ptr<T>(out), v});
+  });
+}
+
+}  // namespace
+
+void register_elementwise(Registry& r) {
+  constexpr auto gpu = DeviceType::cuda;
+  r.set<Neg>(gpu, numeric_unary<Neg, NegF>, "cuda");
+  r.set<Exp>(gpu, floating_unary<Exp, ExpF>, "cuda");
+  r.set<Log>(gpu, floating_unary<Log, LogF>, "cuda");
+  r.set<Sqrt>(gpu, floating_unary<Sqrt, SqrtF>, "cuda");
+  r.set<Rsqrt>(gpu, floating_unary<Rsqrt, RsqrtF>, "cuda");
+  r.set<Abs>(gpu, numeric_unary<Abs, AbsF>, "cuda");
+  r.set<Sign>(gpu, numeric_unary<Sign, SignF>, "cuda");
+  r.set<Square>(gpu, numeric_unary<Square, SquareF>, "cuda");
+  r.set<Sin>(gpu, floating_unary<Sin, SinF>, "cuda");
+  r.set<Cos>(gpu, floating_unary<Cos, CosF>, "cuda");
+  r.set<Tanh>(gpu, floating_unary<Tanh, TanhF>, "cuda");
+  r.set<Sigmoid>(gpu, floating_unary<Sigmoid, SigmoidF>, "cuda");
+  r.set<Relu>(gpu, numeric_unary<Relu, ReluF>, "cuda");
+  r.set<LogicalNot>(gpu, logical_not, "cuda");
+  r.set<Add>(gpu, arithmetic<Add, AddF>, "cuda");
+  r.set<Sub>(gpu, arithmetic<Sub, SubF>, "cuda");
+  r.set<Mul>(gpu, arithmetic<Mul, MulF>, "cuda");
+  r.set<Div>(gpu, floating_binary<Div, DivF>, "cuda");
+  r.set<Pow>(gpu, floating_binary<Pow, PowF>, "cuda");
+  r.set<Minimum>(gpu, arithmetic<Minimum, MinF>, "cuda");
+  r.set<Maximum>(gpu, arithmetic<Maximum, MaxF>, "cuda");
+  r.set<Equal>(gpu, compare<Equal, EqF>, "cuda");
+  r.set<NotEqual>(gpu, compare<NotEqual, NeF>, "cuda");
+  r.set<Less>(gpu, compare<Less, LtF>, "cuda");
+  r.set<LessEqual>(gpu, compare<LessEqual, LeF>, "cuda");
+  r.set<Greater>(gpu, compare<Greater, GtF>, "cuda");
+  r.set<GreaterEqual>(gpu, compare<GreaterEqual, GeF>, "cuda");
+  r.set<LogicalAnd>(gpu, logical<LogicalAnd, AndF>, "cuda");
+  r.set<LogicalOr>(gpu, logical<LogicalOr, OrF>, "cuda");
+  r.set<Where>(gpu, where, "cuda");
+  r.set<Cast>(gpu, cast, "cuda");
+  r.set<Full>(gpu, full, "cuda");
+}
+
+}  // namespace tapeflow::cuda

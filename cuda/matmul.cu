@@ -1,0 +1,85 @@
+// matmul through cuBLAS (strided-batched gemm); row-major C = A B is computed
+// as column-major C^T = B^T A^T, so no operand is ever transposed in memory.
+#include <array>
+
+#include "check.hpp"
+#include "core/creation_internal.hpp"
+#include "ops/linalg_ops.hpp"
+#include "tapeflow/ops/shape.hpp"
+
+namespace tapeflow::cuda {
+namespace {
+
+cublasHandle_t handle(int device) {
+  thread_local std::array<cublasHandle_t, 64> handles{};
+  if (!handles[device]) TAPEFLOW_CUDA_CHECK(cublasCreate(&handles[device]));
+  return handles[device];
+}
+
+/** How cuBLAS (column-major) should read a row-major matrix operand. */
+struct Operand {
+  Tensor t;
+  cublasOperation_t op;
+  int64_t ld;
+  int64_t batch_stride;
+};
+
+Operand operand(const Tensor& input, const Shape& batch) {
+  const int64_t r = input.rank();
+  const int64_t rows = input.shape()[r - 2], cols = input.shape()[r - 1];
+  Tensor t = input;
+  const auto s = [&](int64_t i) { return t.strides()[t.rank() + i]; };
+  const bool row_major = s(-1) == 1 && s(-2) >= std::max<int64_t>(cols, 1);
+  const bool col_major = s(-2) == 1 && s(-1) >= std::max<int64_t>(rows, 1);
+  if (!row_major && !col_major) t = materialize(t);
+  // Batch axes must advance by one stride: none, or a dense run of them.
+  bool single_batch = true;
+  for (int64_t i = 0; i + 2 < t.rank(); ++i) single_batch &= t.shape()[i] == 1;
+  int64_t batch_stride = 0;
+  if (!single_batch) {
+    Shape full = batch;
+    full.push_back(rows);
+    full.push_back(cols);
+    t = materialize(broadcast_to(t, full));
+    batch_stride = rows * cols;
+  }
+  const bool rm = t.strides()[t.rank() - 1] == 1 &&
+                  t.strides()[t.rank() - 2] >= std::max<int64_t>(cols, 1);
+  return {t, rm ? CUBLAS_OP_N : CUBLAS_OP_T,
+          std::max<int64_t>(rm ? t.strides()[t.rank() - 2] : t.strides()[t.rank() - 1], 1),
+          batch_stride};
+}
+
+void matmul(const MatMul&, Inputs in, Tensor& out) {
+  if (out.numel() == 0) return;
+  const int64_t r = out.rank();
+  const int64_t M = out.shape()[r - 2], N = out.shape()[r - 1];
+  const int64_t K = in[0].shape()[in[0].rank() - 1];
+  Shape batch;
+  for (int64_t i = 0; i + 2 < r; ++i) batch.push_back(out.shape()[i]);
+  const Operand a = operand(in[0], batch), b = operand(in[1], batch);
+  const int device = out.device().index;
+  TAPEFLOW_CUDA_CHECK(cudaSetDevice(device));
+  if (K == 0) {
+    TAPEFLOW_CUDA_CHECK(cudaMemset(out.raw_data(), 0, out.numel() * itemsize(out.dtype())));
+    return;
+  }
+  const int batches = static_cast<int>(batch.numel());
+  if (out.dtype() == float32) {
+    const float one = 1.f, zero = 0.f;
+    TAPEFLOW_CUDA_CHECK(cublasSgemmStridedBatched(
+        handle(device), b.op, a.op, N, M, K, &one, b.t.data<float>(), b.ld, b.batch_stride,
+        a.t.data<float>(), a.ld, a.batch_stride, &zero, out.data<float>(), N, M * N, batches));
+  } else {
+    const double one = 1.0, zero = 0.0;
+    TAPEFLOW_CUDA_CHECK(cublasDgemmStridedBatched(
+        handle(device), b.op, a.op, N, M, K, &one, b.t.data<double>(), b.ld, b.batch_stride,
+        a.t.data<double>(), a.ld, a.batch_stride, &zero, out.data<double>(), N, M * N, batches));
+  }
+}
+
+}  // namespace
+
+void register_matmul(Registry& r) { r.set<MatMul>(DeviceType::cuda, matmul, "cublas"); }
+
+}  // namespace tapeflow::cuda

@@ -1,0 +1,53 @@
+// Loads the CUDA backend (libtapeflow_cuda.so, beside libtapeflow.so) the
+// first time a CUDA device is asked for: linking cuBLAS costs every process
+// ~0.6 s at start-up, which CPU-only programs must not pay.
+#include <dlfcn.h>
+
+#include <mutex>
+#include <string>
+
+#include "core/backend_loader.hpp"
+#include "core/registry.hpp"
+
+namespace tapeflow {
+namespace {
+
+std::string g_load_error = "not attempted";
+
+std::string library_dir() {
+  Dl_info info{};
+  if (!dladdr(reinterpret_cast<void*>(&load_cuda_backend), &info) || !info.dli_fname)
+    return "";
+  const std::string self = info.dli_fname;
+  const size_t slash = self.rfind('/');
+  return slash == std::string::npos ? "" : self.substr(0, slash + 1);
+}
+
+}  // namespace
+
+void load_cuda_backend() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    void* handle = dlopen((library_dir() + "libtapeflow_cuda.so").c_str(),
+                          RTLD_NOW | RTLD_LOCAL);
+    if (!handle) handle = dlopen("libtapeflow_cuda.so", RTLD_NOW | RTLD_LOCAL);
+    if (!handle) {
+      const char* why = dlerror();
+      g_load_error = why ? why : "dlopen failed";
+      return;
+    }
+    using RegisterFn = void (*)(Registry*);
+    auto fn = reinterpret_cast<RegisterFn>(dlsym(handle, "tapeflow_register_cuda"));
+    if (!fn) {
+      g_load_error = "libtapeflow_cuda.so has no tapeflow_register_cuda";
+      return;
+    }
+    Registry r;
+    fn(&r);
+    g_load_error.clear();
+  });
+}
+
+const std::string& cuda_load_error() { return g_load_error; }
+
+}  // namespace tapeflow
