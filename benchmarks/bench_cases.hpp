@@ -15,10 +15,14 @@ enum class EwOp { add, mul, exp, relu };
 
 inline const char* ew_name(EwOp op) {
   switch (op) {
-    case EwOp::add: return "add";
-    case EwOp::mul: return "mul";
-    case EwOp::exp: return "exp";
-    case EwOp::relu: return "relu";
+    case EwOp::add:
+      return "add";
+    case EwOp::mul:
+      return "mul";
+    case EwOp::exp:
+      return "exp";
+    case EwOp::relu:
+      return "relu";
   }
   return "?";
 }
@@ -36,12 +40,12 @@ inline constexpr int64_t kTapeResetEvery = 1024;
 inline void set_ew_bytes(benchmark::State& state, EwOp op, int64_t n) {
   state.SetBytesProcessed(state.iterations() * ew_operands(op) * 4 * n);
 }
-/** GFLOP/s of an n x n x n float32 matmul (2 n^3 flops per iteration). */
+/** Counter GFLOP, a rate (GFLOP/s): 2 n^3 flops per n x n x n matmul. */
 inline void set_matmul_flops(benchmark::State& state, int64_t n) {
-  state.counters["GFLOP/s"] = benchmark::Counter(
-      2.0 * double(n) * double(n) * double(n) * 1e-9 *
-          double(state.iterations()),
-      benchmark::Counter::kIsRate);
+  state.counters["GFLOP"] =
+      benchmark::Counter(2.0 * double(n) * double(n) * double(n) * 1e-9 *
+                             double(state.iterations()),
+                         benchmark::Counter::kIsRate);
 }
 /** Seconds per op of the chain, forward + gradient (shown as per_op). */
 inline void set_chain_per_op(benchmark::State& state) {

@@ -10,10 +10,14 @@ namespace {
 
 tpf::Tensor run_op(EwOp op, const tpf::Tensor& a, const tpf::Tensor& b) {
   switch (op) {
-    case EwOp::add: return a + b;
-    case EwOp::mul: return a * b;
-    case EwOp::exp: return tpf::exp(a);
-    case EwOp::relu: return tpf::relu(a);
+    case EwOp::add:
+      return a + b;
+    case EwOp::mul:
+      return a * b;
+    case EwOp::exp:
+      return tpf::exp(a);
+    case EwOp::relu:
+      return tpf::relu(a);
   }
   return {};
 }

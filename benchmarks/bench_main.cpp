@@ -42,8 +42,10 @@ int threads_from_env() {
 int set_openblas_threads(int n) {
   using Set = void (*)(int);
   using Get = int (*)();
-  auto set = reinterpret_cast<Set>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
-  auto get = reinterpret_cast<Get>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
+  auto set =
+      reinterpret_cast<Set>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
+  auto get =
+      reinterpret_cast<Get>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
   if (!set || !get) return -1;
   set(n);
   return get();
@@ -68,7 +70,8 @@ void register_all() {
       false;
 #endif
   reg("overhead_add/tapeflow", kNanosecond, tf_overhead_add);
-  if constexpr (kTorch) reg("overhead_add/libtorch", kNanosecond, torch_peer::overhead_add);
+  if constexpr (kTorch)
+    reg("overhead_add/libtorch", kNanosecond, torch_peer::overhead_add);
   reg("overhead_add_taped/tapeflow", kNanosecond, tf_overhead_add_taped);
   if constexpr (kTorch)
     reg("overhead_add_taped/libtorch", kNanosecond,
@@ -88,12 +91,14 @@ void register_all() {
     }
   }
   reg("sum_16M/tapeflow", kMicrosecond, tf_sum, int64_t{1} << 24);
-  if constexpr (kTorch) reg("sum_16M/libtorch", kMicrosecond, torch_peer::sum, int64_t{1} << 24);
+  if constexpr (kTorch)
+    reg("sum_16M/libtorch", kMicrosecond, torch_peer::sum, int64_t{1} << 24);
 
   for (int64_t n : {256, 512, 1024, 2048}) {
     const std::string name = "matmul_" + std::to_string(n);
     reg(name + "/tapeflow", kMillisecond, tf_matmul, n);
-    if constexpr (kTorch) reg(name + "/libtorch", kMillisecond, torch_peer::matmul, n);
+    if constexpr (kTorch)
+      reg(name + "/libtorch", kMillisecond, torch_peer::matmul, n);
     reg(name + "/onednn", kMillisecond, onednn_matmul, n);
   }
 }
@@ -106,13 +111,15 @@ int main(int argc, char** argv) {
   tapeflow::config::set_intra_op_threads(threads);
   omp_set_num_threads(threads);
   const int blas_threads = tfbench::set_openblas_threads(threads);
-  benchmark::AddCustomContext("tapeflow_bench_threads", std::to_string(threads));
+  benchmark::AddCustomContext("tapeflow_bench_threads",
+                              std::to_string(threads));
   benchmark::AddCustomContext("omp_max_threads",
                               std::to_string(omp_get_max_threads()));
   benchmark::AddCustomContext("openblas_threads", std::to_string(blas_threads));
 #ifdef TAPEFLOW_HAVE_TORCH
   tfbench::torch_peer::set_threads(threads);
-  benchmark::AddCustomContext("libtorch_version", tfbench::torch_peer::version());
+  benchmark::AddCustomContext("libtorch_version",
+                              tfbench::torch_peer::version());
   benchmark::AddCustomContext("libtorch_threads",
                               std::to_string(tfbench::torch_peer::threads()));
 #endif

@@ -24,7 +24,8 @@ double corner(const float* a, const float* b, int64_t n) {
 }
 
 bool close_to(double got, double want, int64_t n) {
-  return std::abs(got - want) <= 1e-4 * double(n) * std::max(1.0, std::abs(want));
+  return std::abs(got - want) <=
+         1e-4 * double(n) * std::max(1.0, std::abs(want));
 }
 
 }  // namespace

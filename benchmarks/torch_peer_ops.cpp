@@ -11,10 +11,14 @@ namespace {
 
 torch::Tensor run_op(EwOp op, const torch::Tensor& a, const torch::Tensor& b) {
   switch (op) {
-    case EwOp::add: return a + b;
-    case EwOp::mul: return a * b;
-    case EwOp::exp: return torch::exp(a);
-    case EwOp::relu: return torch::relu(a);
+    case EwOp::add:
+      return a + b;
+    case EwOp::mul:
+      return a * b;
+    case EwOp::exp:
+      return torch::exp(a);
+    case EwOp::relu:
+      return torch::relu(a);
   }
   return {};
 }
@@ -60,8 +64,10 @@ void matmul(benchmark::State& state, int64_t n) {
   const torch::Tensor a = uniform({n, n}, -1.0, 1.0);
   const torch::Tensor b = uniform({n, n}, -1.0, 1.0);
   torch::Tensor c = torch::matmul(a, b);
-  const double want = (a[0].to(torch::kFloat64) *
-                       b.select(1, 0).to(torch::kFloat64)).sum().item<double>();
+  const double want =
+      (a[0].to(torch::kFloat64) * b.select(1, 0).to(torch::kFloat64))
+          .sum()
+          .item<double>();
   if (std::abs(c[0][0].item<double>() - want) >
       1e-4 * double(n) * std::max(1.0, std::abs(want))) {
     state.SkipWithError("libtorch matmul: wrong c[0][0]");

@@ -10,9 +10,15 @@
 
 namespace tfbench::torch_peer {
 
-void set_threads(int n) { at::set_num_threads(n); }
-int threads() { return at::get_num_threads(); }
-std::string version() { return TORCH_VERSION; }
+void set_threads(int n) {
+  at::set_num_threads(n);
+}
+int threads() {
+  return at::get_num_threads();
+}
+std::string version() {
+  return TORCH_VERSION;
+}
 
 // c = a + b on tensors that do not require grad (no graph is built).
 void overhead_add(benchmark::State& state) {
