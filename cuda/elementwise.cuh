@@ -13,13 +13,14 @@ template <int N>
 struct DevicePlan {
   int rank;
   bool flat;
+  int64_t flat_stride[N];  // 1, or 0 for a single broadcast element
   int64_t numel;
   int64_t shape[kMaxRank];
   int64_t strides[N][kMaxRank];
 
   __device__ void offsets(int64_t i, int64_t (&off)[N]) const {
     if (flat) {
-      for (int k = 0; k < N; ++k) off[k] = i;
+      for (int k = 0; k < N; ++k) off[k] = i * flat_stride[k];
       return;
     }
     for (int k = 0; k < N; ++k) off[k] = 0;
@@ -36,7 +37,9 @@ DevicePlan<N> device_plan(const Tensor& out,
                           const std::array<const Tensor*, N - 1>& in) {
   DevicePlan<N> d{};
   d.numel = out.numel();
-  d.flat = flat_elementwise<N>(out, in);
+  std::array<int64_t, N> flat_stride;
+  d.flat = flat_elementwise<N>(out, in, flat_stride);
+  for (int k = 0; k < N; ++k) d.flat_stride[k] = flat_stride[k];
   const LoopPlan<N> p = plan_elementwise<N>(out, in);
   d.rank = p.rank;
   for (int i = 0; i < p.rank; ++i) {

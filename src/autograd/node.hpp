@@ -22,8 +22,11 @@ struct VjpArgs {
   const Tensor& output;            // undefined unless the op saves its output
   const Tensor& grad;              // gradient of the output
   std::span<const TensorSpec> input_specs;
+  uint32_t needs_mask;  // bit i: some tape wants input i's gradient
 
   const Tensor& x(size_t i = 0) const { return inputs[i]; }
+  /** Rules skip the work for inputs nobody differentiates (constants). */
+  bool needs(size_t i) const { return (needs_mask >> i) & 1u; }
   const Shape& input_shape(size_t i = 0) const { return input_specs[i].shape; }
 };
 
@@ -37,12 +40,16 @@ class Node {
  public:
   virtual ~Node() = default;
   virtual const char* name() const = 0;
-  /** Gradient per input (undefined where none flows), from the output's. */
-  virtual std::vector<Tensor> backward(const Tensor& grad) const = 0;
+  /**
+   * Gradient per input (undefined where none flows) from the output's;
+   * bit i of `needs` says whether input i's gradient is wanted.
+   */
+  virtual std::vector<Tensor> backward(const Tensor& grad,
+                                       uint32_t needs) const = 0;
   /** Several outputs (custom_gradient); undefined grads are left to the node. */
-  virtual std::vector<Tensor> backward_multi(
-      const std::vector<Tensor>& grads) const {
-    return backward(grads[0]);
+  virtual std::vector<Tensor> backward_multi(const std::vector<Tensor>& grads,
+                                             uint32_t needs) const {
+    return backward(grads[0], needs);
   }
 
   SmallVector<TensorSpec, 2> input_specs;
@@ -63,11 +70,13 @@ class OpNode final : public Node {
     if constexpr ((Op::save & kSaveOutput) != 0) saved_output_ = out;
   }
   const char* name() const override { return Op::name; }
-  std::vector<Tensor> backward(const Tensor& grad) const override {
+  std::vector<Tensor> backward(const Tensor& grad,
+                               uint32_t needs) const override {
     VjpArgs args{{saved_inputs_.begin(), saved_inputs_.size()},
                  saved_output_,
                  grad,
-                 {input_specs.begin(), input_specs.size()}};
+                 {input_specs.begin(), input_specs.size()},
+                 needs};
     return op_.vjp(args);
   }
 

@@ -266,9 +266,13 @@ std::vector<Tensor> GradientTape::gradient(
       gys.push_back(grads[o]);
       if (!keep[o]) grads[o] = Tensor();  // consumers are all done
     }
+    uint32_t needs = 0;
+    for (size_t i = 0; i < e.input_slots.size() && i < 32; ++i)
+      needs |= uint32_t{e.input_slots[i] >= 0} << i;
+    if (e.input_slots.size() > 32) needs = ~uint32_t{0};
     std::vector<Tensor> gxs = e.output_slots.size() == 1
-                                  ? e.node->backward(gys[0])
-                                  : e.node->backward_multi(gys);
+                                  ? e.node->backward(gys[0], needs)
+                                  : e.node->backward_multi(gys, needs);
     for (size_t i = 0; i < e.input_slots.size() && i < gxs.size(); ++i) {
       const int32_t slot = e.input_slots[i];
       if (slot < 0 || !gxs[i].defined()) continue;

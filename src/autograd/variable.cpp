@@ -46,11 +46,11 @@ class CustomNode final : public autograd::Node {
   CustomNode(GradFunction grad, std::vector<autograd::TensorSpec> outs)
       : grad_(std::move(grad)), outs_(std::move(outs)) {}
   const char* name() const override { return "custom_gradient"; }
-  std::vector<Tensor> backward(const Tensor& g) const override {
-    return backward_multi({g});
+  std::vector<Tensor> backward(const Tensor& g, uint32_t needs) const override {
+    return backward_multi({g}, needs);
   }
-  std::vector<Tensor> backward_multi(
-      const std::vector<Tensor>& grads) const override {
+  std::vector<Tensor> backward_multi(const std::vector<Tensor>& grads,
+                                     uint32_t) const override {
     std::vector<Tensor> full(grads);
     for (size_t i = 0; i < full.size(); ++i)
       if (!full[i].defined())

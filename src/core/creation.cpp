@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "core/apply.hpp"
+#include "core/dtype_dispatch.hpp"
 #include "ops/elementwise_ops.hpp"
 #include "tapeflow/creation.hpp"
 #include "tapeflow/ops/shape.hpp"
@@ -31,7 +32,15 @@ Tensor ones(const Shape& shape, DType dtype, Device device) {
 Tensor zeros_like(const Tensor& t) { return zeros(t.shape(), t.dtype(), t.device()); }
 Tensor ones_like(const Tensor& t) { return ones(t.shape(), t.dtype(), t.device()); }
 Tensor scalar(double value, DType dtype, Device device) {
-  return full({}, value, dtype, device);
+  if (!device.is_cpu()) return full({}, value, dtype, device);
+  // Host scalars are written directly: `x * 0.5` makes one per call.
+  Tensor t = empty_tensor({}, dtype, device);
+  dispatch_all(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    *static_cast<T*>(t.raw_data()) =
+        std::is_same_v<T, uint8_t> ? T(value != 0) : static_cast<T>(value);
+  });
+  return t;
 }
 
 Tensor from_buffer(const void* data, const Shape& shape, DType dtype,

@@ -65,14 +65,27 @@ LoopPlan<N> plan_elementwise(const Tensor& out,
   return make_plan<N>(out.shape(), st);
 }
 
-/** True when every operand is contiguous with out's shape (one flat row). */
+/**
+ * When out is contiguous and every input is either contiguous with out's
+ * shape or a single element, the whole op is one flat row: fills `stride`
+ * (1, or 0 for single elements) and returns true.
+ */
 template <size_t N>
 bool flat_elementwise(const Tensor& out,
-                      const std::array<const Tensor*, N - 1>& in) {
-  bool flat = out.is_contiguous();
-  for (size_t k = 0; flat && k + 1 < N; ++k)
-    flat = in[k]->shape() == out.shape() && in[k]->is_contiguous();
-  return flat;
+                      const std::array<const Tensor*, N - 1>& in,
+                      std::array<int64_t, N>& stride) {
+  if (!out.is_contiguous()) return false;
+  stride[0] = 1;
+  for (size_t k = 0; k + 1 < N; ++k) {
+    const Tensor& t = *in[k];
+    if (t.numel() == 1 && out.numel() != 1)
+      stride[k + 1] = 0;
+    else if (t.shape() == out.shape() && t.is_contiguous())
+      stride[k + 1] = 1;
+    else
+      return false;
+  }
+  return true;
 }
 
 }  // namespace tapeflow

@@ -48,13 +48,12 @@ void for_each_row(const LoopPlan<N>& p, int64_t begin, int64_t end, Row&& row) {
 template <size_t N, class Row>
 void run_elementwise(const Tensor& out, const std::array<const Tensor*, N - 1>& in,
                      Row&& row) {
-  if (flat_elementwise<N>(out, in)) {
-    std::array<int64_t, N> ones;
-    ones.fill(1);
+  std::array<int64_t, N> flat;
+  if (flat_elementwise<N>(out, in, flat)) {
     parallel_for(out.numel(), kParallelGrain, [&](int64_t b, int64_t e) {
       std::array<int64_t, N> off;
-      off.fill(b);
-      row(off, e - b, ones);
+      for (size_t k = 0; k < N; ++k) off[k] = b * flat[k];
+      row(off, e - b, flat);
     });
     return;
   }

@@ -72,11 +72,14 @@ Tensor add(const Tensor& x, const Tensor& y) { return arithmetic<Add>(x, y); }
 Grads Add::vjp(const VjpArgs& a) const { return {a.grad, a.grad}; }
 
 Tensor sub(const Tensor& x, const Tensor& y) { return arithmetic<Sub>(x, y); }
-Grads Sub::vjp(const VjpArgs& a) const { return {a.grad, neg(a.grad)}; }
+Grads Sub::vjp(const VjpArgs& a) const {
+  return {a.grad, a.needs(1) ? neg(a.grad) : Tensor()};
+}
 
 Tensor mul(const Tensor& x, const Tensor& y) { return arithmetic<Mul>(x, y); }
 Grads Mul::vjp(const VjpArgs& a) const {
-  return {a.grad * a.x(1), a.grad * a.x(0)};
+  return {a.needs(0) ? a.grad * a.x(1) : Tensor(),
+          a.needs(1) ? a.grad * a.x(0) : Tensor()};
 }
 
 Tensor div(const Tensor& x, const Tensor& y) {
@@ -84,7 +87,7 @@ Tensor div(const Tensor& x, const Tensor& y) {
 }
 Grads Div::vjp(const VjpArgs& a) const {
   const Tensor gx = a.grad / a.x(1);
-  return {gx, neg(gx * a.x(0) / a.x(1))};
+  return {gx, a.needs(1) ? neg(gx * a.x(0) / a.x(1)) : Tensor()};
 }
 
 Tensor pow(const Tensor& x, const Tensor& y) {
@@ -97,7 +100,8 @@ Tensor pow(const Tensor& x, double exponent) {
 Grads Pow::vjp(const VjpArgs& a) const {
   const Tensor& x = a.x(0);
   const Tensor& y = a.x(1);
-  const Tensor gx = a.grad * y * pow(x, y - 1.0);
+  const Tensor gx = a.needs(0) ? a.grad * y * pow(x, y - 1.0) : Tensor();
+  if (!a.needs(1)) return {gx, Tensor()};
   // d/dy x**y = x**y log x, taken as 0 where x <= 0 (as TensorFlow does)
   const Tensor positive = x > zeros_of(x);
   const Tensor log_x = log(where(positive, x, scalar_like(x, 1.0)));
@@ -109,8 +113,8 @@ Tensor minimum(const Tensor& x, const Tensor& y) {
 }
 Grads Minimum::vjp(const VjpArgs& a) const {
   const Tensor x_wins = a.x(0) <= a.x(1);
-  return {where(x_wins, a.grad, zeros_of(a.grad)),
-          where(x_wins, zeros_of(a.grad), a.grad)};
+  return {a.needs(0) ? where(x_wins, a.grad, zeros_of(a.grad)) : Tensor(),
+          a.needs(1) ? where(x_wins, zeros_of(a.grad), a.grad) : Tensor()};
 }
 
 Tensor maximum(const Tensor& x, const Tensor& y) {
@@ -118,8 +122,8 @@ Tensor maximum(const Tensor& x, const Tensor& y) {
 }
 Grads Maximum::vjp(const VjpArgs& a) const {
   const Tensor x_wins = a.x(0) >= a.x(1);
-  return {where(x_wins, a.grad, zeros_of(a.grad)),
-          where(x_wins, zeros_of(a.grad), a.grad)};
+  return {a.needs(0) ? where(x_wins, a.grad, zeros_of(a.grad)) : Tensor(),
+          a.needs(1) ? where(x_wins, zeros_of(a.grad), a.grad) : Tensor()};
 }
 
 Tensor clip(const Tensor& x, const Tensor& lo, const Tensor& hi) {
@@ -159,8 +163,8 @@ Tensor where(const Tensor& cond, const Tensor& x, const Tensor& y) {
 }
 Grads Where::vjp(const VjpArgs& a) const {
   const Tensor& c = a.x(0);
-  return {Tensor(), where(c, a.grad, zeros_of(a.grad)),
-          where(c, zeros_of(a.grad), a.grad)};
+  return {Tensor(), a.needs(1) ? where(c, a.grad, zeros_of(a.grad)) : Tensor(),
+          a.needs(2) ? where(c, zeros_of(a.grad), a.grad) : Tensor()};
 }
 
 Tensor operator+(const Tensor& x, const Tensor& y) { return add(x, y); }

@@ -60,7 +60,8 @@ TensorSpec MatMul::infer(Inputs in) const {
   return {out, in[0].dtype()};
 }
 Grads MatMul::vjp(const VjpArgs& a) const {
-  return {matmul(a.grad, a.x(1), false, true), matmul(a.x(0), a.grad, true, false)};
+  return {a.needs(0) ? matmul(a.grad, a.x(1), false, true) : Tensor(),
+          a.needs(1) ? matmul(a.x(0), a.grad, true, false) : Tensor()};
 }
 
 Tensor matrix_inverse(const Tensor& x) {

@@ -3,8 +3,8 @@
 #include <cblas.h>
 
 #include <dnnl.hpp>
-#include <map>
-#include <mutex>
+#include <array>
+#include <unordered_map>
 #include <vector>
 
 #include "core/creation_internal.hpp"
@@ -25,11 +25,14 @@ bool plain_matrix(const Tensor& t) {
 
 Tensor plain(const Tensor& t) { return plain_matrix(t) ? t : materialize(t); }
 
-/** Dims and strides of `t` padded to `rank` with broadcast (size-1) axes. */
-std::pair<dnnl::memory::dims, dnnl::memory::dims> padded(const Tensor& t,
-                                                         int64_t rank) {
-  dnnl::memory::dims dims(rank, 1), strides(rank, 0);
+/** Dims then strides of `t` padded to `rank` with broadcast (size-1) axes. */
+using Layout = std::array<int64_t, 2 * kMaxRank>;
+Layout padded(const Tensor& t, int64_t rank) {
+  Layout l{};
+  int64_t* dims = l.data();
+  int64_t* strides = l.data() + kMaxRank;
   const int64_t lead = rank - t.rank();
+  for (int64_t i = 0; i < rank; ++i) dims[i] = 1;
   for (int64_t i = 0; i < t.rank(); ++i) {
     dims[lead + i] = t.shape()[i];
     strides[lead + i] = t.shape()[i] == 1 ? 0 : t.strides()[i];
@@ -43,48 +46,65 @@ std::pair<dnnl::memory::dims, dnnl::memory::dims> padded(const Tensor& t,
       span = std::max(span, strides[j] * dims[j]);
     strides[i] = span;
   }
-  return {dims, strides};
+  return l;
 }
 
-struct Cache {
-  std::mutex mu;
-  std::map<std::vector<int64_t>, dnnl::matmul> primitives;
-};
+dnnl::memory::desc describe(const Layout& l, int64_t rank) {
+  return dnnl::memory::desc(dnnl::memory::dims(l.begin(), l.begin() + rank),
+                            dnnl::memory::data_type::f32,
+                            dnnl::memory::dims(l.begin() + kMaxRank,
+                                               l.begin() + kMaxRank + rank));
+}
 
 dnnl::engine& engine() {
   static dnnl::engine e(dnnl::engine::kind::cpu, 0);
   return e;
 }
 
+/** A primitive with its memory objects; only the data pointers change. */
+struct Prepared {
+  dnnl::matmul primitive;
+  dnnl::memory a, b, c;
+};
+
+struct Key {
+  std::array<Layout, 3> layouts;
+  int64_t rank, threads;
+  bool operator==(const Key&) const = default;
+};
+struct KeyHash {
+  size_t operator()(const Key& k) const {
+    size_t h = std::hash<int64_t>()(k.rank * 31 + k.threads);
+    for (const Layout& l : k.layouts)
+      for (int64_t v : l) h = h * 1099511628211ull ^ std::hash<int64_t>()(v);
+    return h;
+  }
+};
+
 void matmul_f32(const Tensor& a, const Tensor& b, Tensor& out) {
   const int64_t rank = out.rank();
-  auto [ad, as] = padded(a, rank);
-  auto [bd, bs] = padded(b, rank);
-  auto [cd, cs] = padded(out, rank);
-  using dt = dnnl::memory::data_type;
-  const dnnl::memory::desc amd(ad, dt::f32, as), bmd(bd, dt::f32, bs),
-      cmd(cd, dt::f32, cs);
-
-  std::vector<int64_t> key;
-  for (const auto* v : {&ad, &as, &bd, &bs, &cd, &cs})
-    key.insert(key.end(), v->begin(), v->end());
-  key.push_back(config::intra_op_threads());
-  static Cache cache;
-  dnnl::matmul prim;
-  {
-    std::lock_guard lock(cache.mu);
-    auto it = cache.primitives.find(key);
-    if (it == cache.primitives.end()) {
-      dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(amd, bmd, cmd), engine());
-      it = cache.primitives.emplace(key, dnnl::matmul(pd)).first;
-    }
-    prim = it->second;
+  const Key key{{padded(a, rank), padded(b, rank), padded(out, rank)},
+                rank,
+                config::intra_op_threads()};
+  // Per thread: memory objects are not shared, so no lock on the hot path.
+  thread_local std::unordered_map<Key, Prepared, KeyHash> cache;
+  thread_local dnnl::stream stream(engine());
+  auto it = cache.find(key);
+  if (it == cache.end()) {
+    const auto amd = describe(key.layouts[0], rank), bmd = describe(key.layouts[1], rank),
+               cmd = describe(key.layouts[2], rank);
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(amd, bmd, cmd), engine());
+    it = cache.emplace(key, Prepared{dnnl::matmul(pd), dnnl::memory(amd, engine(), nullptr),
+                                     dnnl::memory(bmd, engine(), nullptr),
+                                     dnnl::memory(cmd, engine(), nullptr)})
+             .first;
   }
-  dnnl::stream s(engine());
-  dnnl::memory am(amd, engine(), a.raw_data()), bm(bmd, engine(), b.raw_data()),
-      cm(cmd, engine(), out.raw_data());
-  prim.execute(s, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
-  s.wait();
+  Prepared& p = it->second;
+  p.a.set_data_handle(a.raw_data());
+  p.b.set_data_handle(b.raw_data());
+  p.c.set_data_handle(out.raw_data());
+  p.primitive.execute(stream, {{DNNL_ARG_SRC, p.a}, {DNNL_ARG_WEIGHTS, p.b}, {DNNL_ARG_DST, p.c}});
+  stream.wait();
 }
 
 /** Offset of batch index k of `t` within the broadcast batch shape of out. */
