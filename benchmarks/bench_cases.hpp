@@ -63,6 +63,8 @@ void tf_overhead_chain(benchmark::State& state);
 void tf_elementwise(benchmark::State& state, EwOp op, int64_t n);
 void tf_sum(benchmark::State& state, int64_t n);
 void tf_matmul(benchmark::State& state, int64_t n);
+/** STREAM-style OpenMP loop over preallocated arrays (bench_stream.cpp). */
+void stream_elementwise(benchmark::State& state, EwOp op, int64_t n);
 /** Raw dnnl::matmul primitive, created once outside the timed loop. */
 void onednn_matmul(benchmark::State& state, int64_t n);
 

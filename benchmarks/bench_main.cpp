@@ -88,6 +88,7 @@ void register_all() {
       reg(name + "/tapeflow", kMicrosecond, tf_elementwise, op, n);
       if constexpr (kTorch)
         reg(name + "/libtorch", kMicrosecond, torch_peer::elementwise, op, n);
+      reg(name + "/stream", kMicrosecond, stream_elementwise, op, n);
     }
   }
   reg("sum_16M/tapeflow", kMicrosecond, tf_sum, int64_t{1} << 24);

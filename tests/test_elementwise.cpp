@@ -99,6 +99,23 @@ TEST_CASE("large broadcast and contiguous paths run in parallel and agree") {
   CHECK_CLOSE(tpf::transpose(e), tpf::exp(a));
 }
 
+TEST_CASE("outputs above 8 MiB take the streaming-store path and agree") {
+  const int64_t n = 3'000'001;  // odd: unaligned chunk starts and a tail
+  const tpf::Tensor a = tpf::random_uniform({n + 1}), b = tpf::random_uniform({n});
+  const tpf::Tensor a1 = tpf::slice(a, {1}, {n});  // misaligned input view
+  const auto va = a1.to_vector<float>(), vb = b.to_vector<float>();
+  const auto sum = (a1 + b).to_vector<float>();
+  const auto scaled = (a1 * 2.0).to_vector<float>();
+  const auto rel = tpf::relu(a1 - 0.5).to_vector<float>();
+  int64_t bad = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    bad += sum[i] != va[i] + vb[i];
+    bad += scaled[i] != va[i] * 2.f;
+    bad += rel[i] != std::max(va[i] - 0.5f, 0.f);
+  }
+  CHECK(bad == 0);
+}
+
 TEST_CASE("where, clip and cast") {
   const tpf::Tensor x = x23();
   const OpCase where_case{
