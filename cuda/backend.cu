@@ -92,11 +92,13 @@ class CudaBackend final : public DeviceBackend {
   const char* name() const override { return "cuda"; }
   int device_count() const override { return count_; }
   Allocator* allocator(int index) override { return allocators_[index].get(); }
-  void copy_to_host(const void* src, void* dst, size_t bytes, int index) override {
+  void copy_to_host(const void* src, void* dst, size_t bytes,
+                    int index) override {
     TAPEFLOW_CUDA_CHECK(cudaSetDevice(index));
     TAPEFLOW_CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost));
   }
-  void copy_from_host(const void* src, void* dst, size_t bytes, int index) override {
+  void copy_from_host(const void* src, void* dst, size_t bytes,
+                      int index) override {
     TAPEFLOW_CUDA_CHECK(cudaSetDevice(index));
     TAPEFLOW_CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
   }

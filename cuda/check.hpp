@@ -10,8 +10,8 @@ namespace tapeflow::cuda {
 
 inline void check(cudaError_t status, const char* what) {
   if (status != cudaSuccess)
-    throw DeviceError(std::string("[cuda] expected ") + what + " to succeed, got " +
-                      cudaGetErrorString(status));
+    throw DeviceError(std::string("[cuda] expected ") + what +
+                      " to succeed, got " + cudaGetErrorString(status));
 }
 inline void check(cublasStatus_t status, const char* what) {
   if (status != CUBLAS_STATUS_SUCCESS)

@@ -13,7 +13,9 @@ struct UnaryBody {
   F f;
   R* o;
   const T* a;
-  __device__ void operator()(const int64_t* off) const { o[off[0]] = f(a[off[1]]); }
+  __device__ void operator()(const int64_t* off) const {
+    o[off[0]] = f(a[off[1]]);
+  }
 };
 template <class F, class R, class T>
 struct BinaryBody {
@@ -60,12 +62,13 @@ T* ptr(const Tensor& t) {
 
 template <class R, class T, class F>
 void unary(const Tensor& x, Tensor& out, F f) {
-  launch_elementwise<2>(out, {&x}, UnaryBody<F, R, T>{f, ptr<R>(out), ptr<T>(x)});
+  launch_elementwise<2>(out, {&x},
+                        UnaryBody<F, R, T>{f, ptr<R>(out), ptr<T>(x)});
 }
 template <class R, class T, class F>
 void binary(const Tensor& x, const Tensor& y, Tensor& out, F f) {
-  launch_elementwise<3>(out, {&x, &y},
-                        BinaryBody<F, R, T>{f, ptr<R>(out), ptr<T>(x), ptr<T>(y)});
+  launch_elementwise<3>(
+      out, {&x, &y}, BinaryBody<F, R, T>{f, ptr<R>(out), ptr<T>(x), ptr<T>(y)});
 }
 
 template <class Op, class F>
@@ -115,8 +118,8 @@ void where(const Where&, Inputs in, Tensor& out) {
   dispatch_all(in[1].dtype(), [&](auto tag) {
     using T = decltype(tag);
     launch_elementwise<4>(out, {&in[0], &in[1], &in[2]},
-                          WhereBody<T>{ptr<T>(out), ptr<uint8_t>(in[0]), ptr<T>(in[1]),
-                                       ptr<T>(in[2])});
+                          WhereBody<T>{ptr<T>(out), ptr<uint8_t>(in[0]),
+                                       ptr<T>(in[1]), ptr<T>(in[2])});
   });
 }
 
@@ -125,7 +128,8 @@ void cast(const Cast&, Inputs in, Tensor& out) {
     dispatch_all(out.dtype(), [&](auto to) {
       using From = decltype(from);
       using To = decltype(to);
-      launch_elementwise<2>(out, {&in[0]}, CastBody<To, From>{ptr<To>(out), ptr<From>(in[0])});
+      launch_elementwise<2>(out, {&in[0]},
+                            CastBody<To, From>{ptr<To>(out), ptr<From>(in[0])});
     });
   });
 }
@@ -133,7 +137,8 @@ void cast(const Cast&, Inputs in, Tensor& out) {
 void full(const Full& op, Inputs, Tensor& out) {
   dispatch_all(out.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    const T v = std::is_same_v<T, uint8_t> ? T(op.value != 0) : static_cast<T>(op.value);
+    const T v = std::is_same_v<T, uint8_t> ? T(op.value != 0)
+                                           : static_cast<T>(op.value);
     launch_elementwise<1>(out, {}, FillBody<T>{ptr<T>(out), v});
   });
 }

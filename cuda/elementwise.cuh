@@ -52,8 +52,8 @@ DevicePlan<N> device_plan(const Tensor& out,
 template <int N, class Body>
 __global__ void elementwise_kernel(DevicePlan<N> plan, Body body) {
   const int64_t step = int64_t(gridDim.x) * blockDim.x;
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < plan.numel;
-       i += step) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+       i < plan.numel; i += step) {
     int64_t off[N];
     plan.offsets(i, off);
     body(off);
@@ -62,13 +62,14 @@ __global__ void elementwise_kernel(DevicePlan<N> plan, Body body) {
 
 /** Runs body(offsets) for every element of `out` on out's GPU. */
 template <int N, class Body>
-void launch_elementwise(const Tensor& out, const std::array<const Tensor*, N - 1>& in,
-                        Body body) {
+void launch_elementwise(const Tensor& out,
+                        const std::array<const Tensor*, N - 1>& in, Body body) {
   if (out.numel() == 0) return;
   TAPEFLOW_CUDA_CHECK(cudaSetDevice(out.device().index));
   const DevicePlan<N> plan = device_plan<N>(out, in);
   constexpr int kThreads = 256;
-  const int64_t blocks = std::min<int64_t>((plan.numel + kThreads - 1) / kThreads, 8192);
+  const int64_t blocks =
+      std::min<int64_t>((plan.numel + kThreads - 1) / kThreads, 8192);
   elementwise_kernel<N><<<int(blocks), kThreads>>>(plan, body);
   TAPEFLOW_CUDA_CHECK(cudaGetLastError());
 }

@@ -46,7 +46,8 @@ Operand operand(const Tensor& input, const Shape& batch) {
   const bool rm = t.strides()[t.rank() - 1] == 1 &&
                   t.strides()[t.rank() - 2] >= std::max<int64_t>(cols, 1);
   return {t, rm ? CUBLAS_OP_N : CUBLAS_OP_T,
-          std::max<int64_t>(rm ? t.strides()[t.rank() - 2] : t.strides()[t.rank() - 1], 1),
+          std::max<int64_t>(
+              rm ? t.strides()[t.rank() - 2] : t.strides()[t.rank() - 1], 1),
           batch_stride};
 }
 
@@ -61,25 +62,30 @@ void matmul(const MatMul&, Inputs in, Tensor& out) {
   const int device = out.device().index;
   TAPEFLOW_CUDA_CHECK(cudaSetDevice(device));
   if (K == 0) {
-    TAPEFLOW_CUDA_CHECK(cudaMemset(out.raw_data(), 0, out.numel() * itemsize(out.dtype())));
+    TAPEFLOW_CUDA_CHECK(
+        cudaMemset(out.raw_data(), 0, out.numel() * itemsize(out.dtype())));
     return;
   }
   const int batches = static_cast<int>(batch.numel());
   if (out.dtype() == float32) {
     const float one = 1.f, zero = 0.f;
     TAPEFLOW_CUDA_CHECK(cublasSgemmStridedBatched(
-        handle(device), b.op, a.op, N, M, K, &one, b.t.data<float>(), b.ld, b.batch_stride,
-        a.t.data<float>(), a.ld, a.batch_stride, &zero, out.data<float>(), N, M * N, batches));
+        handle(device), b.op, a.op, N, M, K, &one, b.t.data<float>(), b.ld,
+        b.batch_stride, a.t.data<float>(), a.ld, a.batch_stride, &zero,
+        out.data<float>(), N, M * N, batches));
   } else {
     const double one = 1.0, zero = 0.0;
     TAPEFLOW_CUDA_CHECK(cublasDgemmStridedBatched(
-        handle(device), b.op, a.op, N, M, K, &one, b.t.data<double>(), b.ld, b.batch_stride,
-        a.t.data<double>(), a.ld, a.batch_stride, &zero, out.data<double>(), N, M * N, batches));
+        handle(device), b.op, a.op, N, M, K, &one, b.t.data<double>(), b.ld,
+        b.batch_stride, a.t.data<double>(), a.ld, a.batch_stride, &zero,
+        out.data<double>(), N, M * N, batches));
   }
 }
 
 }  // namespace
 
-void register_matmul(Registry& r) { r.set<MatMul>(DeviceType::cuda, matmul, "cublas"); }
+void register_matmul(Registry& r) {
+  r.set<MatMul>(DeviceType::cuda, matmul, "cublas");
+}
 
 }  // namespace tapeflow::cuda

@@ -25,14 +25,34 @@ struct Block {
   }
 };
 
-struct SumR { template <class T> __device__ T operator()(T a, T b) const { return a + b; } };
-struct ProdR { template <class T> __device__ T operator()(T a, T b) const { return a * b; } };
-struct MaxR { template <class T> __device__ T operator()(T a, T b) const { return b > a ? b : a; } };
-struct MinR { template <class T> __device__ T operator()(T a, T b) const { return b < a ? b : a; } };
+struct SumR {
+  template <class T>
+  __device__ T operator()(T a, T b) const {
+    return a + b;
+  }
+};
+struct ProdR {
+  template <class T>
+  __device__ T operator()(T a, T b) const {
+    return a * b;
+  }
+};
+struct MaxR {
+  template <class T>
+  __device__ T operator()(T a, T b) const {
+    return b > a ? b : a;
+  }
+};
+struct MinR {
+  template <class T>
+  __device__ T operator()(T a, T b) const {
+    return b < a ? b : a;
+  }
+};
 
 template <class T, class R>
-__global__ void reduce_kernel(Block kept, Block reduced, int64_t K, int64_t N, T identity,
-                              const T* in, T* out, R combine) {
+__global__ void reduce_kernel(Block kept, Block reduced, int64_t K, int64_t N,
+                              T identity, const T* in, T* out, R combine) {
   __shared__ T partial[kThreads];
   for (int64_t k = blockIdx.x; k < K; k += gridDim.x) {
     const int64_t base = kept.offset(k);
@@ -43,7 +63,8 @@ __global__ void reduce_kernel(Block kept, Block reduced, int64_t K, int64_t N, T
     __syncthreads();
     for (int half = blockDim.x / 2; half > 0; half /= 2) {
       if (threadIdx.x < half)
-        partial[threadIdx.x] = combine(partial[threadIdx.x], partial[threadIdx.x + half]);
+        partial[threadIdx.x] =
+            combine(partial[threadIdx.x], partial[threadIdx.x + half]);
       __syncthreads();
     }
     if (threadIdx.x == 0) out[k] = partial[0];
@@ -64,9 +85,9 @@ void run(const ReduceOp& op, const Tensor& x, Tensor& out, T identity) {
   if (K == 0) return;
   TAPEFLOW_CUDA_CHECK(cudaSetDevice(x.device().index));
   const int blocks = static_cast<int>(std::min<int64_t>(K, 65535));
-  reduce_kernel<T, R><<<blocks, kThreads>>>(kept, reduced, K, N, identity,
-                                            static_cast<const T*>(x.raw_data()),
-                                            static_cast<T*>(out.raw_data()), R{});
+  reduce_kernel<T, R><<<blocks, kThreads>>>(
+      kept, reduced, K, N, identity, static_cast<const T*>(x.raw_data()),
+      static_cast<T*>(out.raw_data()), R{});
   TAPEFLOW_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -78,10 +99,30 @@ void reduce(const Op& op, Inputs in, Tensor& out) {
   });
 }
 
-struct Zero { template <class T> T operator()() const { return T(0); } };
-struct One { template <class T> T operator()() const { return T(1); } };
-struct Lowest { template <class T> T operator()() const { return std::numeric_limits<T>::lowest(); } };
-struct Highest { template <class T> T operator()() const { return std::numeric_limits<T>::max(); } };
+struct Zero {
+  template <class T>
+  T operator()() const {
+    return T(0);
+  }
+};
+struct One {
+  template <class T>
+  T operator()() const {
+    return T(1);
+  }
+};
+struct Lowest {
+  template <class T>
+  T operator()() const {
+    return std::numeric_limits<T>::lowest();
+  }
+};
+struct Highest {
+  template <class T>
+  T operator()() const {
+    return std::numeric_limits<T>::max();
+  }
+};
 
 }  // namespace
 

@@ -1,10 +1,9 @@
 // Fits Y = 2X + 10 with gradient descent: the smallest complete training loop.
-#include <tapeflow/tapeflow.hpp>
-
 #include <cmath>
 #include <cstdlib>
 #include <iostream>
 #include <string>
+#include <tapeflow/tapeflow.hpp>
 
 namespace tpf = tapeflow;
 
@@ -14,8 +13,9 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--help") {
-      std::cout << "usage: linear_regression [--steps N] [--lr RATE]\n"
-                   "Fits Y = 2X + 10 on 1000 noisy points by gradient descent.\n";
+      std::cout
+          << "usage: linear_regression [--steps N] [--lr RATE]\n"
+             "Fits Y = 2X + 10 on 1000 noisy points by gradient descent.\n";
       return 0;
     }
     if (arg == "--steps" && i + 1 < argc) {
@@ -44,6 +44,7 @@ int main(int argc, char** argv) {
       std::cout << "step " << step << "  loss " << loss.item<double>() << "\n";
   }
   const double wv = w.item<double>(), bv = b.item<double>();
-  std::cout << "fitted Y = " << wv << " X + " << bv << "  (true: Y = 2 X + 10)\n";
+  std::cout << "fitted Y = " << wv << " X + " << bv
+            << "  (true: Y = 2 X + 10)\n";
   return std::abs(wv - 2.0) < 0.05 && std::abs(bv - 10.0) < 0.05 ? 0 : 1;
 }

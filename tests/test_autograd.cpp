@@ -92,7 +92,8 @@ TEST_CASE("nested tapes give second derivatives") {
     const auto fn = [](const Ts& in) {
       tpf::GradientTape inner;
       inner.watch(in[0]);
-      const auto y = tpf::sum(tpf::tanh(tpf::matmul(tpf::matmul(in[0], in[1]), in[0])));
+      const auto y =
+          tpf::sum(tpf::tanh(tpf::matmul(tpf::matmul(in[0], in[1]), in[0])));
       return inner.gradient(y, {in[0]})[0];
     };
     const auto why = testing::gradcheck(

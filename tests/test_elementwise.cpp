@@ -26,8 +26,12 @@ tpf::Tensor map2(const tpf::Tensor& a, const tpf::Tensor& b,
   return tpf::from_vector(va, a.shape());
 }
 
-tpf::Tensor x23() { return tpf::tensor({{0.5, -1.25, 2.0}, {1.5, 0.25, -0.75}}); }
-tpf::Tensor pos23() { return tpf::tensor({{0.5, 1.25, 2.0}, {1.5, 0.25, 3.0}}); }
+tpf::Tensor x23() {
+  return tpf::tensor({{0.5, -1.25, 2.0}, {1.5, 0.25, -0.75}});
+}
+tpf::Tensor pos23() {
+  return tpf::tensor({{0.5, 1.25, 2.0}, {1.5, 0.25, 3.0}});
+}
 
 OpCase unary(const char* name, tpf::Tensor (*f)(const tpf::Tensor&),
              double (*ref)(double), tpf::Tensor x) {
@@ -38,18 +42,32 @@ OpCase unary(const char* name, tpf::Tensor (*f)(const tpf::Tensor&),
 
 TEST_CASE("unary ops: forward, strided, float32 and gradcheck") {
   const std::vector<OpCase> cases = {
-      unary("neg", tpf::neg, [](double v) { return -v; }, x23()),
-      unary("exp", tpf::exp, [](double v) { return std::exp(v); }, x23()),
-      unary("log", tpf::log, [](double v) { return std::log(v); }, pos23()),
-      unary("sqrt", tpf::sqrt, [](double v) { return std::sqrt(v); }, pos23()),
-      unary("rsqrt", tpf::rsqrt, [](double v) { return 1 / std::sqrt(v); }, pos23()),
-      unary("abs", tpf::abs, [](double v) { return std::abs(v); }, x23()),
-      unary("square", tpf::square, [](double v) { return v * v; }, x23()),
-      unary("sin", tpf::sin, [](double v) { return std::sin(v); }, x23()),
-      unary("cos", tpf::cos, [](double v) { return std::cos(v); }, x23()),
-      unary("tanh", tpf::tanh, [](double v) { return std::tanh(v); }, x23()),
-      unary("sigmoid", tpf::sigmoid, [](double v) { return 1 / (1 + std::exp(-v)); }, x23()),
-      unary("relu", tpf::relu, [](double v) { return v > 0 ? v : 0.0; }, x23()),
+      unary(
+          "neg", tpf::neg, [](double v) { return -v; }, x23()),
+      unary(
+          "exp", tpf::exp, [](double v) { return std::exp(v); }, x23()),
+      unary(
+          "log", tpf::log, [](double v) { return std::log(v); }, pos23()),
+      unary(
+          "sqrt", tpf::sqrt, [](double v) { return std::sqrt(v); }, pos23()),
+      unary(
+          "rsqrt", tpf::rsqrt, [](double v) { return 1 / std::sqrt(v); },
+          pos23()),
+      unary(
+          "abs", tpf::abs, [](double v) { return std::abs(v); }, x23()),
+      unary(
+          "square", tpf::square, [](double v) { return v * v; }, x23()),
+      unary(
+          "sin", tpf::sin, [](double v) { return std::sin(v); }, x23()),
+      unary(
+          "cos", tpf::cos, [](double v) { return std::cos(v); }, x23()),
+      unary(
+          "tanh", tpf::tanh, [](double v) { return std::tanh(v); }, x23()),
+      unary(
+          "sigmoid", tpf::sigmoid,
+          [](double v) { return 1 / (1 + std::exp(-v)); }, x23()),
+      unary(
+          "relu", tpf::relu, [](double v) { return v > 0 ? v : 0.0; }, x23()),
   };
   for (const auto& c : cases) testing::run_op_case(c);
 }
@@ -57,19 +75,35 @@ TEST_CASE("unary ops: forward, strided, float32 and gradcheck") {
 TEST_CASE("binary ops broadcast (2,3) with (3,)") {
   const tpf::Tensor a = x23(), b = tpf::tensor({0.75, -2.0, 1.5});
   const tpf::Tensor pa = pos23(), pb = tpf::tensor({0.5, 2.0, 1.5});
-  auto bin = [](const char* name, tpf::Tensor (*f)(const tpf::Tensor&, const tpf::Tensor&),
+  auto bin = [](const char* name,
+                tpf::Tensor (*f)(const tpf::Tensor&, const tpf::Tensor&),
                 double (*ref)(double, double), tpf::Tensor x, tpf::Tensor y) {
-    return OpCase{name, [f](const Ts& in) { return f(in[0], in[1]); }, {x, y}, map2(x, y, ref)};
+    return OpCase{name,
+                  [f](const Ts& in) { return f(in[0], in[1]); },
+                  {x, y},
+                  map2(x, y, ref)};
   };
   const std::vector<OpCase> cases = {
-      bin("add", tpf::add, [](double x, double y) { return x + y; }, a, b),
-      bin("sub", tpf::sub, [](double x, double y) { return x - y; }, a, b),
-      bin("mul", tpf::mul, [](double x, double y) { return x * y; }, a, b),
-      bin("div", tpf::div, [](double x, double y) { return x / y; }, a, b),
-      bin("pow", [](const tpf::Tensor& x, const tpf::Tensor& y) { return tpf::pow(x, y); },
+      bin(
+          "add", tpf::add, [](double x, double y) { return x + y; }, a, b),
+      bin(
+          "sub", tpf::sub, [](double x, double y) { return x - y; }, a, b),
+      bin(
+          "mul", tpf::mul, [](double x, double y) { return x * y; }, a, b),
+      bin(
+          "div", tpf::div, [](double x, double y) { return x / y; }, a, b),
+      bin(
+          "pow",
+          [](const tpf::Tensor& x, const tpf::Tensor& y) {
+            return tpf::pow(x, y);
+          },
           [](double x, double y) { return std::pow(x, y); }, pa, pb),
-      bin("minimum", tpf::minimum, [](double x, double y) { return std::min(x, y); }, a, b),
-      bin("maximum", tpf::maximum, [](double x, double y) { return std::max(x, y); }, a, b),
+      bin(
+          "minimum", tpf::minimum,
+          [](double x, double y) { return std::min(x, y); }, a, b),
+      bin(
+          "maximum", tpf::maximum,
+          [](double x, double y) { return std::max(x, y); }, a, b),
   };
   for (const auto& c : cases) testing::run_op_case(c);
 }
@@ -101,7 +135,8 @@ TEST_CASE("large broadcast and contiguous paths run in parallel and agree") {
 
 TEST_CASE("outputs above 8 MiB take the streaming-store path and agree") {
   const int64_t n = 3'000'001;  // odd: unaligned chunk starts and a tail
-  const tpf::Tensor a = tpf::random_uniform({n + 1}), b = tpf::random_uniform({n});
+  const tpf::Tensor a = tpf::random_uniform({n + 1}),
+                    b = tpf::random_uniform({n});
   const tpf::Tensor a1 = tpf::slice(a, {1}, {n});  // misaligned input view
   const auto va = a1.to_vector<float>(), vb = b.to_vector<float>();
   const auto sum = (a1 + b).to_vector<float>();
@@ -123,8 +158,11 @@ TEST_CASE("where, clip and cast") {
       [](const Ts& in) { return tpf::where(in[0] > in[1], in[0], in[1]); },
       {x, tpf::tensor({0.0, 0.0, 0.0})},
       tpf::tensor({{0.5, 0.0, 2.0}, {1.5, 0.25, 0.0}})};
-  const OpCase clip_case{"clip", [](const Ts& in) { return tpf::clip(in[0], -1.0, 1.0); },
-                         {x}, tpf::tensor({{0.5, -1.0, 1.0}, {1.0, 0.25, -0.75}})};
+  const OpCase clip_case{
+      "clip",
+      [](const Ts& in) { return tpf::clip(in[0], -1.0, 1.0); },
+      {x},
+      tpf::tensor({{0.5, -1.0, 1.0}, {1.0, 0.25, -0.75}})};
   for (const auto& c : {where_case, clip_case}) testing::run_op_case(c);
   tpf::GradientTape tape;
   tape.watch(x);
@@ -133,7 +171,8 @@ TEST_CASE("where, clip and cast") {
   CHECK_CLOSE(g, tpf::full({2, 3}, 3.0, tpf::float64));
   CHECK(tpf::tensor({1.7, -2.2, 0.0}).cast(tpf::int32).to_vector<int>() ==
         std::vector<int>{1, -2, 0});
-  CHECK(tpf::tensor({1.7, 0.0}).cast(tpf::bool_).to_vector<int>() == std::vector<int>{1, 0});
+  CHECK(tpf::tensor({1.7, 0.0}).cast(tpf::bool_).to_vector<int>() ==
+        std::vector<int>{1, 0});
 }
 
 TEST_CASE("comparisons and logical ops give bool tensors") {
@@ -151,7 +190,8 @@ TEST_CASE("comparisons and logical ops give bool tensors") {
 }
 
 TEST_CASE("type promotion follows bool < int32 < int64 < float32 < float64") {
-  const auto i32 = tpf::tensor({1, 2}), i64 = tpf::tensor({int64_t{1}, int64_t{2}});
+  const auto i32 = tpf::tensor({1, 2}),
+             i64 = tpf::tensor({int64_t{1}, int64_t{2}});
   const auto f32 = tpf::tensor({1.f, 2.f}), f64 = tpf::tensor({1.0, 2.0});
   const auto b = tpf::tensor({true, false});
   CHECK((i32 + i64).dtype() == tpf::int64);
@@ -163,7 +203,8 @@ TEST_CASE("type promotion follows bool < int32 < int64 < float32 < float64") {
   CHECK((i32 * 2.5).dtype() == tpf::float32);
   CHECK((i32 * 2.0).dtype() == tpf::int32);
   CHECK((i32 * 3.0).to_vector<int>() == std::vector<int>{3, 6});
-  CHECK(tpf::abs(tpf::tensor({-3, 4})).to_vector<int>() == std::vector<int>{3, 4});
+  CHECK(tpf::abs(tpf::tensor({-3, 4})).to_vector<int>() ==
+        std::vector<int>{3, 4});
 }
 
 TEST_CASE("elementwise errors name the op and both shapes") {

@@ -8,14 +8,16 @@ using Ts = std::vector<tpf::Tensor>;
 namespace {
 /** Naive batched reference for (B, M, K) x (B, K, N). */
 tpf::Tensor reference_matmul(const tpf::Tensor& a, const tpf::Tensor& b) {
-  const int64_t B = a.shape()[0], M = a.shape()[1], K = a.shape()[2], N = b.shape()[2];
+  const int64_t B = a.shape()[0], M = a.shape()[1], K = a.shape()[2],
+                N = b.shape()[2];
   const auto va = a.to_vector<double>(), vb = b.to_vector<double>();
   std::vector<double> c(B * M * N, 0.0);
   for (int64_t s = 0; s < B; ++s)
     for (int64_t i = 0; i < M; ++i)
       for (int64_t j = 0; j < N; ++j)
         for (int64_t k = 0; k < K; ++k)
-          c[(s * M + i) * N + j] += va[(s * M + i) * K + k] * vb[(s * K + k) * N + j];
+          c[(s * M + i) * N + j] +=
+              va[(s * M + i) * K + k] * vb[(s * K + k) * N + j];
   return tpf::from_vector(c, {B, M, N});
 }
 }  // namespace
@@ -24,13 +26,21 @@ TEST_CASE("linalg ops: forward, strided, float32 and gradcheck") {
   const auto a = tpf::tensor({{1.0, 2.0}, {3.0, 4.0}});
   const auto b = tpf::tensor({{0.5, -1.0, 2.0}, {1.5, 0.0, -0.5}});
   const std::vector<OpCase> cases = {
-      {"matmul", [](const Ts& in) { return tpf::matmul(in[0], in[1]); }, {a, b},
+      {"matmul",
+       [](const Ts& in) { return tpf::matmul(in[0], in[1]); },
+       {a, b},
        tpf::tensor({{3.5, -1.0, 1.0}, {7.5, -3.0, 4.0}})},
-      {"matmul_transpose_a", [](const Ts& in) { return tpf::matmul(in[0], in[1], true); }, {a, b},
+      {"matmul_transpose_a",
+       [](const Ts& in) { return tpf::matmul(in[0], in[1], true); },
+       {a, b},
        tpf::tensor({{5.0, -1.0, 0.5}, {7.0, -2.0, 2.0}})},
-      {"matrix_inverse", [](const Ts& in) { return tpf::matrix_inverse(in[0]); }, {a},
+      {"matrix_inverse",
+       [](const Ts& in) { return tpf::matrix_inverse(in[0]); },
+       {a},
        tpf::tensor({{-2.0, 1.0}, {1.5, -0.5}})},
-      {"matrix_determinant", [](const Ts& in) { return tpf::matrix_determinant(in[0]); }, {a},
+      {"matrix_determinant",
+       [](const Ts& in) { return tpf::matrix_determinant(in[0]); },
+       {a},
        tpf::scalar(-2.0, tpf::float64)},
   };
   for (const auto& c : cases) testing::run_op_case(c);
@@ -43,7 +53,8 @@ TEST_CASE("batched matmul broadcasts batch axes") {
   CHECK(c.shape() == tpf::Shape{3, 4, 2});
   const auto b3 = tpf::broadcast_to(b, {3, 5, 2}).contiguous();
   CHECK_CLOSE(c, reference_matmul(a, b3));
-  CHECK_CLOSE(tpf::matmul(a.cast(tpf::float32), b.cast(tpf::float32)).cast(tpf::float64),
+  CHECK_CLOSE(tpf::matmul(a.cast(tpf::float32), b.cast(tpf::float32))
+                  .cast(tpf::float64),
               reference_matmul(a, b3), 1e-5, 1e-5);
   const auto why = testing::gradcheck(
       [](const Ts& in) { return tpf::matmul(in[0], in[1], false, true); },
@@ -59,18 +70,24 @@ TEST_CASE("batched inverse and determinant gradients") {
   const auto eye = tpf::eye(3, 3, tpf::float64);
   const auto x = uniform64({2, 3, 3}, -0.3, 0.3) + eye * 2.0;
   const auto inv = tpf::matrix_inverse(x);
-  CHECK_CLOSE(tpf::matmul(x, inv), tpf::broadcast_to(eye, {2, 3, 3}), 1e-9, 1e-9);
-  for (auto fn : {testing::Fn([](const Ts& in) { return tpf::matrix_inverse(in[0]); }),
-                  testing::Fn([](const Ts& in) { return tpf::matrix_determinant(in[0]); })}) {
+  CHECK_CLOSE(tpf::matmul(x, inv), tpf::broadcast_to(eye, {2, 3, 3}), 1e-9,
+              1e-9);
+  for (auto fn :
+       {testing::Fn([](const Ts& in) { return tpf::matrix_inverse(in[0]); }),
+        testing::Fn(
+            [](const Ts& in) { return tpf::matrix_determinant(in[0]); })}) {
     const auto why = testing::gradcheck(fn, {x});
     CHECK_MESSAGE(why.empty(), why);
   }
 }
 
 TEST_CASE("linalg errors") {
-  CHECK_THROWS_AS(tpf::matmul(tpf::ones({2, 3}), tpf::ones({2, 3})), tpf::ShapeError);
-  CHECK_THROWS_AS(tpf::matmul(tpf::ones({3}), tpf::ones({3, 1})), tpf::ShapeError);
-  CHECK_THROWS_AS(tpf::matmul(tpf::tensor({{1, 2}}), tpf::tensor({{1}, {2}})), tpf::DTypeError);
+  CHECK_THROWS_AS(tpf::matmul(tpf::ones({2, 3}), tpf::ones({2, 3})),
+                  tpf::ShapeError);
+  CHECK_THROWS_AS(tpf::matmul(tpf::ones({3}), tpf::ones({3, 1})),
+                  tpf::ShapeError);
+  CHECK_THROWS_AS(tpf::matmul(tpf::tensor({{1, 2}}), tpf::tensor({{1}, {2}})),
+                  tpf::DTypeError);
   CHECK_THROWS_AS(tpf::matrix_inverse(tpf::ones({2, 3})), tpf::ShapeError);
   CHECK_THROWS_AS(tpf::matrix_inverse(tpf::ones({2, 2})), tpf::ValueError);
   CHECK(tpf::matrix_determinant(tpf::ones({2, 2})).item<double>() == 0.0);

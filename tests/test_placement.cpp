@@ -44,7 +44,8 @@ bool install_test_device() {
   static HostBackedDevice device;
   tpf::Registry r;
   r.set_backend(tpf::DeviceType::cuda, &device);
-  r.set<tpf::Add>(tpf::DeviceType::cuda, tpf::KernelTable<tpf::Add>::kernels[0], "test");
+  r.set<tpf::Add>(tpf::DeviceType::cuda, tpf::KernelTable<tpf::Add>::kernels[0],
+                  "test");
   return true;
 }
 
@@ -84,7 +85,8 @@ TEST_CASE("kernels run on their device; soft placement covers the rest" *
   tpf::config::set_soft_placement(true);
 }
 
-TEST_CASE("mixed devices and bad indices are DeviceErrors" * doctest::skip(!kTestDevice)) {
+TEST_CASE("mixed devices and bad indices are DeviceErrors" *
+          doctest::skip(!kTestDevice)) {
   const auto a = tpf::ones({2}).to(tpf::Device::cuda(0));
   CHECK_THROWS_AS(a + tpf::ones({2}), tpf::DeviceError);
   try {
@@ -98,7 +100,8 @@ TEST_CASE("mixed devices and bad indices are DeviceErrors" * doctest::skip(!kTes
   CHECK_THROWS_AS(tpf::ones({2}).to(tpf::Device::cuda(3)), tpf::DeviceError);
 }
 
-TEST_CASE("gradients flow back across device copies" * doctest::skip(!kTestDevice)) {
+TEST_CASE("gradients flow back across device copies" *
+          doctest::skip(!kTestDevice)) {
   const auto x = tpf::tensor({1.0, -2.0, 3.0});
   tpf::GradientTape tape;
   tape.watch(x);

@@ -6,33 +6,57 @@ using testing::OpCase;
 using Ts = std::vector<tpf::Tensor>;
 
 namespace {
-tpf::Tensor x23() { return tpf::tensor({{0.5, -1.25, 2.0}, {1.5, 0.25, -0.75}}); }
+tpf::Tensor x23() {
+  return tpf::tensor({{0.5, -1.25, 2.0}, {1.5, 0.25, -0.75}});
+}
 }  // namespace
 
 TEST_CASE("reductions: forward, strided, float32 and gradcheck") {
   const tpf::Tensor x = x23();
   const std::vector<OpCase> cases = {
-      {"sum_all", [](const Ts& in) { return tpf::sum(in[0]); }, {x}, tpf::scalar(2.25, tpf::float64)},
-      {"sum_axis0", [](const Ts& in) { return tpf::sum(in[0], {0}); }, {x}, tpf::tensor({2.0, -1.0, 1.25})},
-      {"sum_axis1_keep", [](const Ts& in) { return tpf::sum(in[0], {-1}, true); }, {x},
+      {"sum_all",
+       [](const Ts& in) { return tpf::sum(in[0]); },
+       {x},
+       tpf::scalar(2.25, tpf::float64)},
+      {"sum_axis0",
+       [](const Ts& in) { return tpf::sum(in[0], {0}); },
+       {x},
+       tpf::tensor({2.0, -1.0, 1.25})},
+      {"sum_axis1_keep",
+       [](const Ts& in) { return tpf::sum(in[0], {-1}, true); },
+       {x},
        tpf::tensor({{1.25}, {1.0}})},
-      {"mean_axis1", [](const Ts& in) { return tpf::mean(in[0], {1}); }, {x},
+      {"mean_axis1",
+       [](const Ts& in) { return tpf::mean(in[0], {1}); },
+       {x},
        tpf::tensor({1.25 / 3, 1.0 / 3})},
-      {"max_axis0", [](const Ts& in) { return tpf::max(in[0], {0}); }, {x}, tpf::tensor({1.5, 0.25, 2.0})},
-      {"min_axis1", [](const Ts& in) { return tpf::min(in[0], {1}); }, {x}, tpf::tensor({-1.25, -0.75})},
-      {"prod_axis1", [](const Ts& in) { return tpf::prod(in[0], {1}); }, {x},
+      {"max_axis0",
+       [](const Ts& in) { return tpf::max(in[0], {0}); },
+       {x},
+       tpf::tensor({1.5, 0.25, 2.0})},
+      {"min_axis1",
+       [](const Ts& in) { return tpf::min(in[0], {1}); },
+       {x},
+       tpf::tensor({-1.25, -0.75})},
+      {"prod_axis1",
+       [](const Ts& in) { return tpf::prod(in[0], {1}); },
+       {x},
        tpf::tensor({0.5 * -1.25 * 2.0, 1.5 * 0.25 * -0.75})},
   };
   for (const auto& c : cases) testing::run_op_case(c);
 }
 
 TEST_CASE("reductions over middle and several axes of a 3-D tensor") {
-  const auto x = tpf::reshape(tpf::arange(0.0, 24.0, 1.0, tpf::float64), {2, 3, 4});
-  CHECK_CLOSE(tpf::sum(x, {1}), tpf::tensor({{12.0, 15.0, 18.0, 21.0}, {48.0, 51.0, 54.0, 57.0}}));
+  const auto x =
+      tpf::reshape(tpf::arange(0.0, 24.0, 1.0, tpf::float64), {2, 3, 4});
+  CHECK_CLOSE(tpf::sum(x, {1}), tpf::tensor({{12.0, 15.0, 18.0, 21.0},
+                                             {48.0, 51.0, 54.0, 57.0}}));
   CHECK_CLOSE(tpf::sum(x, {0, 2}), tpf::tensor({60.0, 92.0, 124.0}));
   CHECK_CLOSE(tpf::max(x, {0, 1}), tpf::tensor({20.0, 21.0, 22.0, 23.0}));
   const auto why = testing::gradcheck(
-      [](const Ts& in) { return tpf::sum(in[0] * in[0], {0, 2}); },
+      [](const Ts& in) {
+        return tpf::sum(in[0] * in[0], {0, 2});
+      },
       {testing::uniform64({2, 3, 4})});
   CHECK_MESSAGE(why.empty(), why);
 }
@@ -50,7 +74,8 @@ TEST_CASE("large reductions take the parallel paths and agree") {
     }
   CHECK_CLOSE(tpf::sum(x, {0}), tpf::from_vector(cols, {300}), 1e-12, 1e-9);
   CHECK_CLOSE(tpf::sum(x, {1}), tpf::from_vector(rows, {1000}), 1e-12, 1e-9);
-  CHECK_CLOSE(tpf::sum(tpf::transpose(x), {1}), tpf::from_vector(cols, {300}), 1e-12, 1e-9);
+  CHECK_CLOSE(tpf::sum(tpf::transpose(x), {1}), tpf::from_vector(cols, {300}),
+              1e-12, 1e-9);
 }
 
 TEST_CASE("max gradient is shared among ties; prod gradient survives zeros") {
@@ -60,18 +85,22 @@ TEST_CASE("max gradient is shared among ties; prod gradient survives zeros") {
   CHECK_CLOSE(tape.gradient(tpf::max(x), {x})[0], tpf::tensor({0.0, 0.5, 0.5}));
   const auto z = tpf::tensor({2.0, 0.0, 4.0});
   tape.watch(z);
-  CHECK_CLOSE(tape.gradient(tpf::prod(z), {z})[0], tpf::tensor({0.0, 8.0, 0.0}));
+  CHECK_CLOSE(tape.gradient(tpf::prod(z), {z})[0],
+              tpf::tensor({0.0, 8.0, 0.0}));
   const auto zz = tpf::tensor({0.0, 0.0, 4.0});
   tape.watch(zz);
-  CHECK_CLOSE(tape.gradient(tpf::prod(zz), {zz})[0], tpf::tensor({0.0, 0.0, 0.0}));
+  CHECK_CLOSE(tape.gradient(tpf::prod(zz), {zz})[0],
+              tpf::tensor({0.0, 0.0, 0.0}));
 }
 
 TEST_CASE("argmax and argmin return the first extreme as int64") {
   const auto x = tpf::tensor({{1.0, 5.0, 5.0}, {7.0, 0.0, 2.0}});
   CHECK(tpf::argmax(x, 1).to_vector<int64_t>() == std::vector<int64_t>{1, 0});
-  CHECK(tpf::argmin(x, 0).to_vector<int64_t>() == std::vector<int64_t>{0, 1, 1});
+  CHECK(tpf::argmin(x, 0).to_vector<int64_t>() ==
+        std::vector<int64_t>{0, 1, 1});
   CHECK(tpf::argmax(x, 1).dtype() == tpf::int64);
-  CHECK(tpf::argmax(tpf::transpose(x), 0).to_vector<int64_t>() == std::vector<int64_t>{1, 0});
+  CHECK(tpf::argmax(tpf::transpose(x), 0).to_vector<int64_t>() ==
+        std::vector<int64_t>{1, 0});
 }
 
 TEST_CASE("integer and bool reductions") {

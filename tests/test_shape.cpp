@@ -5,27 +5,61 @@ using testing::OpCase;
 using Ts = std::vector<tpf::Tensor>;
 
 namespace {
-tpf::Tensor x23() { return tpf::tensor({{0.5, -1.25, 2.0}, {1.5, 0.25, -0.75}}); }
+tpf::Tensor x23() {
+  return tpf::tensor({{0.5, -1.25, 2.0}, {1.5, 0.25, -0.75}});
+}
 }  // namespace
 
 TEST_CASE("shape ops: forward, strided, float32 and gradcheck") {
   const auto x = x23();
   const std::vector<OpCase> cases = {
-      {"reshape", [](const Ts& in) { return tpf::reshape(in[0], {3, -1}); }, {x},
+      {"reshape",
+       [](const Ts& in) {
+         return tpf::reshape(in[0], {3, -1});
+       },
+       {x},
        tpf::tensor({{0.5, -1.25}, {2.0, 1.5}, {0.25, -0.75}})},
-      {"transpose", [](const Ts& in) { return tpf::transpose(in[0]); }, {x},
+      {"transpose",
+       [](const Ts& in) { return tpf::transpose(in[0]); },
+       {x},
        tpf::tensor({{0.5, 1.5}, {-1.25, 0.25}, {2.0, -0.75}})},
-      {"slice", [](const Ts& in) { return tpf::slice(in[0], {0, 1}, {2, -1}); }, {x},
+      {"slice",
+       [](const Ts& in) {
+         return tpf::slice(in[0], {0, 1}, {2, -1});
+       },
+       {x},
        tpf::tensor({{-1.25, 2.0}, {0.25, -0.75}})},
-      {"concat", [](const Ts& in) { return tpf::concat({in[0], in[0] * 2.0}, 0); }, {x},
-       tpf::tensor({{0.5, -1.25, 2.0}, {1.5, 0.25, -0.75}, {1.0, -2.5, 4.0}, {3.0, 0.5, -1.5}})},
-      {"split", [](const Ts& in) { return tpf::split(in[0], {1, 2}, 1)[1]; }, {x},
+      {"concat",
+       [](const Ts& in) {
+         return tpf::concat({in[0], in[0] * 2.0}, 0);
+       },
+       {x},
+       tpf::tensor({{0.5, -1.25, 2.0},
+                    {1.5, 0.25, -0.75},
+                    {1.0, -2.5, 4.0},
+                    {3.0, 0.5, -1.5}})},
+      {"split",
+       [](const Ts& in) {
+         return tpf::split(in[0], {1, 2}, 1)[1];
+       },
+       {x},
        tpf::tensor({{-1.25, 2.0}, {0.25, -0.75}})},
-      {"broadcast_to", [](const Ts& in) { return tpf::broadcast_to(tpf::slice(in[0], {0, 0}, {1, 3}), {2, 3}); },
-       {x}, tpf::tensor({{0.5, -1.25, 2.0}, {0.5, -1.25, 2.0}})},
-      {"gather", [](const Ts& in) { return tpf::gather(in[0], tpf::tensor({2, 0, 2}), 1); }, {x},
+      {"broadcast_to",
+       [](const Ts& in) {
+         return tpf::broadcast_to(tpf::slice(in[0], {0, 0}, {1, 3}), {2, 3});
+       },
+       {x},
+       tpf::tensor({{0.5, -1.25, 2.0}, {0.5, -1.25, 2.0}})},
+      {"gather",
+       [](const Ts& in) {
+         return tpf::gather(in[0], tpf::tensor({2, 0, 2}), 1);
+       },
+       {x},
        tpf::tensor({{2.0, 0.5, 2.0}, {-0.75, 1.5, -0.75}})},
-      {"expand_squeeze", [](const Ts& in) { return tpf::squeeze(tpf::expand_dims(in[0], 1)); }, {x}, x},
+      {"expand_squeeze",
+       [](const Ts& in) { return tpf::squeeze(tpf::expand_dims(in[0], 1)); },
+       {x},
+       x},
   };
   for (const auto& c : cases) testing::run_op_case(c);
 }
@@ -40,7 +74,8 @@ TEST_CASE("views share storage; reshape of a non-contiguous tensor copies") {
   const auto s = tpf::slice(r, {1, 1}, {2, 2});
   CHECK(s.to_vector<float>() == std::vector<float>{5, 6, 9, 10});
   const auto flat = tpf::reshape(t, {12});
-  CHECK(flat.to_vector<float>() == std::vector<float>{0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11});
+  CHECK(flat.to_vector<float>() ==
+        std::vector<float>{0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11});
   CHECK(t.contiguous().is_contiguous());
   const auto b = tpf::broadcast_to(tpf::tensor({1.f, 2.f}), {3, 2});
   CHECK(b.strides()[0] == 0);
@@ -79,7 +114,8 @@ TEST_CASE("shape op errors name the op, expected and actual") {
   CHECK_THROWS_AS(tpf::transpose(x, {0, 0}), tpf::ValueError);
   CHECK_THROWS_AS(tpf::slice(x, {0, 2}, {1, 2}), tpf::IndexError);
   CHECK_THROWS_AS(tpf::concat({x, tpf::ones({2, 2, 1})}, 0), tpf::ShapeError);
-  CHECK_THROWS_AS(tpf::concat({x, tpf::ones({2, 3}, tpf::float64)}, 0), tpf::DTypeError);
+  CHECK_THROWS_AS(tpf::concat({x, tpf::ones({2, 3}, tpf::float64)}, 0),
+                  tpf::DTypeError);
   CHECK_THROWS_AS(tpf::gather(x, tpf::tensor({0, 3}), 1), tpf::IndexError);
   CHECK_THROWS_AS(tpf::gather(x, tpf::tensor({0.5}), 1), tpf::DTypeError);
   CHECK_THROWS_AS(tpf::split(x, 2, 1), tpf::ShapeError);

@@ -16,13 +16,18 @@ TEST_CASE("creation functions follow the literals' dtypes") {
   CHECK(tpf::tensor({{{1, 2}}, {{3, 4}}}).shape() == tpf::Shape{2, 1, 2});
   CHECK(tpf::from_vector(std::vector<float>(6, 1.f), {2, 3}).numel() == 6);
   CHECK(tpf::zeros({784, 100}).dtype() == tpf::float32);
-  CHECK(tpf::ones({3}, tpf::float64).to_vector<double>() == std::vector<double>{1, 1, 1});
-  CHECK(tpf::fill({2, 3}, 5.0f).to_vector<float>() == std::vector<float>(6, 5.f));
+  CHECK(tpf::ones({3}, tpf::float64).to_vector<double>() ==
+        std::vector<double>{1, 1, 1});
+  CHECK(tpf::fill({2, 3}, 5.0f).to_vector<float>() ==
+        std::vector<float>(6, 5.f));
   CHECK(tpf::arange(0, 10).to_vector<int>().back() == 9);
-  CHECK(tpf::arange(10, 0, -3).to_vector<int>() == std::vector<int>{10, 7, 4, 1});
-  CHECK(tpf::eye(3).to_vector<float>() == std::vector<float>{1, 0, 0, 0, 1, 0, 0, 0, 1});
+  CHECK(tpf::arange(10, 0, -3).to_vector<int>() ==
+        std::vector<int>{10, 7, 4, 1});
+  CHECK(tpf::eye(3).to_vector<float>() ==
+        std::vector<float>{1, 0, 0, 0, 1, 0, 0, 0, 1});
   CHECK(tpf::scalar(4.5).item<float>() == 4.5f);
-  CHECK_THROWS_AS(tpf::from_vector(std::vector<float>(5), {2, 3}), tpf::ShapeError);
+  CHECK_THROWS_AS(tpf::from_vector(std::vector<float>(5), {2, 3}),
+                  tpf::ShapeError);
   CHECK_THROWS_AS(tpf::tensor({{1.0, 2.0}, {3.0}}), tpf::ShapeError);
   CHECK_THROWS_AS(tpf::ones({2}).item<float>(), tpf::ShapeError);
   CHECK_THROWS_AS(tpf::zeros({-1}), tpf::ShapeError);
@@ -40,20 +45,24 @@ TEST_CASE("random numbers repeat under a seed and do not depend on threads") {
   const auto v = u.to_vector<double>();
   CHECK(*std::min_element(v.begin(), v.end()) >= -1.0);
   CHECK(*std::max_element(v.begin(), v.end()) < 1.0);
-  CHECK(tpf::mean(u).item<double>() == doctest::Approx(0.0).epsilon(0.01).scale(1));
+  CHECK(tpf::mean(u).item<double>() ==
+        doctest::Approx(0.0).epsilon(0.01).scale(1));
   const auto n = tpf::random_normal({100000}, 3.0, 2.0, tpf::float64);
   const double m = tpf::mean(n).item<double>();
   const double sd = std::sqrt(tpf::mean(tpf::square(n - m)).item<double>());
   CHECK(m == doctest::Approx(3.0).epsilon(0.01));
   CHECK(sd == doctest::Approx(2.0).epsilon(0.01));
   CHECK_THROWS_AS(tpf::random_uniform({2}, 1.0, 0.0), tpf::ValueError);
-  CHECK_THROWS_AS(tpf::random_normal({2}, 0.0, 1.0, tpf::int32), tpf::DTypeError);
+  CHECK_THROWS_AS(tpf::random_normal({2}, 0.0, 1.0, tpf::int32),
+                  tpf::DTypeError);
 }
 
 TEST_CASE("printing is NumPy-like and elides large tensors") {
   std::ostringstream os;
   os << tpf::tensor({{1.0, 2.5}, {3.0, 4.0}});
-  CHECK(os.str() == "Tensor([[ 1., 2.5],\n        [ 3.,  4.]], shape=(2, 2), dtype=float64)");
+  CHECK(
+      os.str() ==
+      "Tensor([[ 1., 2.5],\n        [ 3.,  4.]], shape=(2, 2), dtype=float64)");
   std::ostringstream big;
   big << tpf::zeros({100, 100});
   CHECK(big.str().find("...") != std::string::npos);
@@ -78,10 +87,12 @@ TEST_CASE("the CPU allocator caches freed blocks and counts bytes") {
   CHECK(tpf::memory_stats().cached_bytes == 0);
 }
 
-TEST_CASE("devices: mixing or asking for one without a backend is a DeviceError") {
+TEST_CASE(
+    "devices: mixing or asking for one without a backend is a DeviceError") {
   CHECK(tpf::ones({2}).device() == tpf::Device::cpu());
   CHECK_THROWS_AS(tpf::ones({2}).to(tpf::Device::cuda(0)), tpf::DeviceError);
-  CHECK_THROWS_AS(tpf::zeros({2}, tpf::float32, tpf::Device::cuda(0)), tpf::DeviceError);
+  CHECK_THROWS_AS(tpf::zeros({2}, tpf::float32, tpf::Device::cuda(0)),
+                  tpf::DeviceError);
   CHECK(tpf::Device::cuda(1).str() == "cuda:1");
 }
 

@@ -9,22 +9,28 @@
 namespace tapeflow {
 
 /** Uninitialized tensor (contents unspecified). */
-Tensor empty(const Shape& shape, DType dtype = float32, Device device = Device::cpu());
+Tensor empty(const Shape& shape, DType dtype = float32,
+             Device device = Device::cpu());
 /** Tensor filled with `value` converted to `dtype`. */
-Tensor full(const Shape& shape, double value, DType dtype = float32, Device device = Device::cpu());
-Tensor zeros(const Shape& shape, DType dtype = float32, Device device = Device::cpu());
-Tensor ones(const Shape& shape, DType dtype = float32, Device device = Device::cpu());
+Tensor full(const Shape& shape, double value, DType dtype = float32,
+            Device device = Device::cpu());
+Tensor zeros(const Shape& shape, DType dtype = float32,
+             Device device = Device::cpu());
+Tensor ones(const Shape& shape, DType dtype = float32,
+            Device device = Device::cpu());
 Tensor zeros_like(const Tensor& t);
 Tensor ones_like(const Tensor& t);
 /** Rank-0 tensor. */
-Tensor scalar(double value, DType dtype = float32, Device device = Device::cpu());
+Tensor scalar(double value, DType dtype = float32,
+              Device device = Device::cpu());
 /** Tensor of `shape` whose dtype follows the literal: fill({2, 3}, 5.0f). */
 template <class T>
 Tensor fill(const Shape& shape, T value) {
   return full(shape, static_cast<double>(value), dtype_of<T>());
 }
 /** Copies `count` elements of `dtype` from host memory into a new tensor. */
-Tensor from_buffer(const void* data, const Shape& shape, DType dtype, Device device = Device::cpu());
+Tensor from_buffer(const void* data, const Shape& shape, DType dtype,
+                   Device device = Device::cpu());
 template <class T>
 Tensor from_vector(const std::vector<T>& values, const Shape& shape) {
   if (static_cast<int64_t>(values.size()) != shape.numel())
@@ -41,13 +47,15 @@ Tensor from_vector(const std::vector<T>& values, const Shape& shape) {
 /** 1-D tensor; dtype from the literals: tensor({1.f, 2.f}). */
 template <class T>
 Tensor tensor(std::initializer_list<T> values) {
-  return from_vector(std::vector<T>(values), {static_cast<int64_t>(values.size())});
+  return from_vector(std::vector<T>(values),
+                     {static_cast<int64_t>(values.size())});
 }
 /** 2-D tensor from nested lists; every row must have the same length. */
 template <class T>
 Tensor tensor(std::initializer_list<std::initializer_list<T>> rows) {
   std::vector<T> flat;
-  const int64_t cols = rows.size() ? static_cast<int64_t>(rows.begin()->size()) : 0;
+  const int64_t cols =
+      rows.size() ? static_cast<int64_t>(rows.begin()->size()) : 0;
   for (const auto& r : rows) {
     if (static_cast<int64_t>(r.size()) != cols)
       throw ShapeError("[tensor] expected rows of " + std::to_string(cols) +
@@ -58,7 +66,9 @@ Tensor tensor(std::initializer_list<std::initializer_list<T>> rows) {
 }
 /** 3-D tensor from nested lists. */
 template <class T>
-Tensor tensor(std::initializer_list<std::initializer_list<std::initializer_list<T>>> blocks) {
+Tensor tensor(
+    std::initializer_list<std::initializer_list<std::initializer_list<T>>>
+        blocks) {
   std::vector<T> flat;
   Shape inner;
   for (const auto& b : blocks) {
@@ -70,18 +80,20 @@ Tensor tensor(std::initializer_list<std::initializer_list<std::initializer_list<
     auto v = t.to_vector<T>();
     flat.insert(flat.end(), v.begin(), v.end());
   }
-  return from_vector(flat, {static_cast<int64_t>(blocks.size()), inner.size() ? inner[0] : 0,
-                            inner.size() ? inner[1] : 0});
+  return from_vector(
+      flat, {static_cast<int64_t>(blocks.size()), inner.size() ? inner[0] : 0,
+             inner.size() ? inner[1] : 0});
 }
 namespace detail {
 Tensor arange_integral(int64_t start, int64_t stop, int64_t step, DType dtype);
 Tensor arange_floating(double start, double stop, double step, DType dtype);
 }  // namespace detail
-/** [start, stop) with `step`: int64 for integer arguments, float32 otherwise. */
+/** [start, stop) with `step`: int64 for integer arguments, float32 otherwise.
+ */
 template <class T>
-  requires std::is_arithmetic_v<T>
-Tensor arange(T start, T stop, T step = T(1),
-              DType dtype = std::is_integral_v<T> ? int64 : float32) {
+requires std::is_arithmetic_v<T> Tensor
+arange(T start, T stop, T step = T(1),
+       DType dtype = std::is_integral_v<T> ? int64 : float32) {
   if constexpr (std::is_integral_v<T>)
     return detail::arange_integral(start, stop, step, dtype);
   else
@@ -92,9 +104,10 @@ Tensor eye(int64_t n, int64_t m = -1, DType dtype = float32);
 
 /** Seeds the global generator: later random ops repeat exactly. */
 void manual_seed(uint64_t seed);
-/** Uniform in [minval, maxval). Counter-based: same values for any thread count. */
-Tensor random_uniform(const Shape& shape, double minval = 0.0, double maxval = 1.0,
-                      DType dtype = float32);
+/** Uniform in [minval, maxval). Counter-based: same values for any thread
+ * count. */
+Tensor random_uniform(const Shape& shape, double minval = 0.0,
+                      double maxval = 1.0, DType dtype = float32);
 Tensor random_normal(const Shape& shape, double mean = 0.0, double stddev = 1.0,
                      DType dtype = float32);
 

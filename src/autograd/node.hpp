@@ -16,7 +16,8 @@ struct TensorSpec {
   Device device = Device::cpu();
 };
 
-/** What an op's vjp sees: saved tensors, input specs and the output gradient. */
+/** What an op's vjp sees: saved tensors, input specs and the output gradient.
+ */
 struct VjpArgs {
   std::span<const Tensor> inputs;  // empty unless the op saves its inputs
   const Tensor& output;            // undefined unless the op saves its output
@@ -46,7 +47,8 @@ class Node {
    */
   virtual std::vector<Tensor> backward(const Tensor& grad,
                                        uint32_t needs) const = 0;
-  /** Several outputs (custom_gradient); undefined grads are left to the node. */
+  /** Several outputs (custom_gradient); undefined grads are left to the node.
+   */
   virtual std::vector<Tensor> backward_multi(const std::vector<Tensor>& grads,
                                              uint32_t needs) const {
     return backward(grads[0], needs);
@@ -123,8 +125,8 @@ inline void record(const Op& op, std::span<const Tensor> in,
     if (g_recording_tapes == 0) return;
     if (!is_floating(out.dtype())) return;  // integer results carry no gradient
     auto make = [&] {
-      return std::shared_ptr<Node>(
-          std::allocate_shared<OpNode<Op>>(NodeAllocator<OpNode<Op>>(), op, in, out));
+      return std::shared_ptr<Node>(std::allocate_shared<OpNode<Op>>(
+          NodeAllocator<OpNode<Op>>(), op, in, out));
     };
     record_node(in, out, NodeFactory(make));
   }

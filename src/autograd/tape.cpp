@@ -11,7 +11,8 @@
 
 namespace tapeflow::autograd {
 
-thread_local int g_recording_tapes __attribute__((tls_model("initial-exec"))) = 0;
+thread_local int g_recording_tapes __attribute__((tls_model("initial-exec"))) =
+    0;
 
 namespace {
 
@@ -129,7 +130,8 @@ uint64_t pack(uint64_t tape, int32_t slot) {
 class SpillLock {
  public:
   explicit SpillLock(std::atomic_flag& f) : f_(f) {
-    while (f_.test_and_set(std::memory_order_acquire)) std::this_thread::yield();
+    while (f_.test_and_set(std::memory_order_acquire))
+      std::this_thread::yield();
   }
   ~SpillLock() { f_.clear(std::memory_order_release); }
 
@@ -166,7 +168,8 @@ void TapeMarks::add(uint64_t tape, int32_t slot) {
       return;
   }
   SpillLock lock(spill_busy_);
-  std::erase_if(spill_, [](const Mark& m) { return !autograd::is_live(m.tape); });
+  std::erase_if(spill_,
+                [](const Mark& m) { return !autograd::is_live(m.tape); });
   spill_.push_back({tape, slot});
   spilled_.store(true, std::memory_order_release);
 }
@@ -186,8 +189,12 @@ void GradientTape::watch(const Tensor& t) {
   state_->watch(t);
 }
 
-size_t GradientTape::size() const { return state_->entries.size(); }
-bool GradientTape::persistent() const { return state_->persistent; }
+size_t GradientTape::size() const {
+  return state_->entries.size();
+}
+bool GradientTape::persistent() const {
+  return state_->persistent;
+}
 void GradientTape::reset() {
   state_->entries.clear();
   state_->used = false;
@@ -230,7 +237,8 @@ std::vector<Tensor> GradientTape::gradient(
         "[gradient] expected one gradient() call on a non-persistent "
         "GradientTape, got a second (use GradientTape(true))");
   if (!target.defined())
-    throw ValueError("[gradient] expected a defined target, got an empty tensor");
+    throw ValueError(
+        "[gradient] expected a defined target, got an empty tensor");
   if (output_gradients.size() > 1)
     throw ValueError("[gradient] expected at most 1 output gradient, got " +
                      std::to_string(output_gradients.size()));

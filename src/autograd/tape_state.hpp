@@ -39,8 +39,7 @@ class TapeState {
 void refresh_recording();
 
 /** Appends a node with several outputs (custom_gradient). */
-void record_node_multi(std::span<const Tensor> in,
-                       std::span<const Tensor> outs,
+void record_node_multi(std::span<const Tensor> in, std::span<const Tensor> outs,
                        const NodeFactory& make);
 
 }  // namespace tapeflow::autograd

@@ -9,7 +9,8 @@ namespace tapeflow {
 
 Variable::Variable(const Tensor& initial_value, bool trainable) {
   if (!initial_value.defined())
-    throw ValueError("[Variable] expected an initial value, got an empty tensor");
+    throw ValueError(
+        "[Variable] expected an initial value, got an empty tensor");
   Tensor copy = empty_tensor(initial_value.shape(), initial_value.dtype(),
                              initial_value.device());
   write_into(copy, initial_value, "Variable");
@@ -57,9 +58,10 @@ class CustomNode final : public autograd::Node {
         full[i] = zeros(outs_[i].shape, outs_[i].dtype, outs_[i].device);
     std::vector<Tensor> gx = grad_(full);
     if (gx.size() != input_specs.size())
-      throw ValueError("[custom_gradient] expected the gradient function to return " +
-                       std::to_string(input_specs.size()) + " gradients, got " +
-                       std::to_string(gx.size()));
+      throw ValueError(
+          "[custom_gradient] expected the gradient function to return " +
+          std::to_string(input_specs.size()) + " gradients, got " +
+          std::to_string(gx.size()));
     return gx;
   }
 
@@ -79,7 +81,8 @@ std::vector<Tensor> custom_gradient(
     r = forward(inputs);
   }
   if (!r.grad)
-    throw ValueError("[custom_gradient] expected a gradient function, got none");
+    throw ValueError(
+        "[custom_gradient] expected a gradient function, got none");
   std::vector<Tensor> outs;
   std::vector<autograd::TensorSpec> specs;
   for (const Tensor& y : r.outputs) {
@@ -90,7 +93,8 @@ std::vector<Tensor> custom_gradient(
   if (autograd::g_recording_tapes == 0) return outs;
   auto make = [&] {
     auto node = std::make_shared<CustomNode>(r.grad, specs);
-    for (const Tensor& x : inputs) node->input_specs.push_back({x.shape(), x.dtype(), x.device()});
+    for (const Tensor& x : inputs)
+      node->input_specs.push_back({x.shape(), x.dtype(), x.device()});
     node->output_spec = specs.empty() ? autograd::TensorSpec{} : specs[0];
     return std::shared_ptr<autograd::Node>(node);
   };

@@ -1,12 +1,13 @@
 // Loads the CUDA backend (libtapeflow_cuda.so, beside libtapeflow.so) the
 // first time a CUDA device is asked for: linking cuBLAS costs every process
 // ~0.6 s at start-up, which CPU-only programs must not pay.
+#include "core/backend_loader.hpp"
+
 #include <dlfcn.h>
 
 #include <mutex>
 #include <string>
 
-#include "core/backend_loader.hpp"
 #include "core/registry.hpp"
 
 namespace tapeflow {
@@ -16,7 +17,8 @@ std::string g_load_error = "not attempted";
 
 std::string library_dir() {
   Dl_info info{};
-  if (!dladdr(reinterpret_cast<void*>(&load_cuda_backend), &info) || !info.dli_fname)
+  if (!dladdr(reinterpret_cast<void*>(&load_cuda_backend), &info) ||
+      !info.dli_fname)
     return "";
   const std::string self = info.dli_fname;
   const size_t slash = self.rfind('/');
@@ -37,7 +39,8 @@ void load_cuda_backend() {
       return;
     }
     using RegisterFn = void (*)(Registry*);
-    auto fn = reinterpret_cast<RegisterFn>(dlsym(handle, "tapeflow_register_cuda"));
+    auto fn =
+        reinterpret_cast<RegisterFn>(dlsym(handle, "tapeflow_register_cuda"));
     if (!fn) {
       g_load_error = "libtapeflow_cuda.so has no tapeflow_register_cuda";
       return;
@@ -48,6 +51,8 @@ void load_cuda_backend() {
   });
 }
 
-const std::string& cuda_load_error() { return g_load_error; }
+const std::string& cuda_load_error() {
+  return g_load_error;
+}
 
 }  // namespace tapeflow

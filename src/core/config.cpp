@@ -30,7 +30,8 @@ std::atomic<bool> g_log_placement{env_flag("TAPEFLOW_LOG_PLACEMENT")};
 void check_threads(int n, const char* op) {
   if (n < 1)
     throw ValueError(std::string("[") + op +
-                     "] expected a thread count >= 1, got " + std::to_string(n));
+                     "] expected a thread count >= 1, got " +
+                     std::to_string(n));
 }
 
 }  // namespace
@@ -54,10 +55,18 @@ int inter_op_threads() {
   const int n = g_inter_threads.load();
   return n > 0 ? n : omp_get_num_procs();
 }
-void set_soft_placement(bool on) { g_soft_placement = on; }
-bool soft_placement() { return g_soft_placement; }
-void log_device_placement(bool on) { g_log_placement = on; }
-bool log_device_placement() { return g_log_placement; }
+void set_soft_placement(bool on) {
+  g_soft_placement = on;
+}
+bool soft_placement() {
+  return g_soft_placement;
+}
+void log_device_placement(bool on) {
+  g_log_placement = on;
+}
+bool log_device_placement() {
+  return g_log_placement;
+}
 
 }  // namespace config
 

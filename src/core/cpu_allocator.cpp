@@ -3,12 +3,12 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <bit>
 #include <cstdlib>
 #include <mutex>
 #include <new>
-#include <array>
-#include <atomic>
 #include <thread>
 #include <vector>
 
@@ -130,14 +130,15 @@ DeviceBackend* checked_backend(Device device, const char* op) {
   ensure_backends_registered();
   DeviceBackend* b = device_backend(device.type);
   if (!b)
-    throw DeviceError(std::string("[") + op + "] expected a device with a backend, got " +
-                      device.str() + " (the CUDA backend is not loaded: " +
-                      cuda_load_error() + ")");
+    throw DeviceError(
+        std::string("[") + op + "] expected a device with a backend, got " +
+        device.str() +
+        " (the CUDA backend is not loaded: " + cuda_load_error() + ")");
   const int count = b->device_count();
   if (device.index < 0 || device.index >= count)
     throw DeviceError(std::string("[") + op + "] expected a " + b->name() +
-                      " device index in [0, " + std::to_string(count) + "), got " +
-                      device.str());
+                      " device index in [0, " + std::to_string(count) +
+                      "), got " + device.str());
   return b;
 }
 

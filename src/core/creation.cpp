@@ -1,4 +1,6 @@
 // Creation functions: constants, ranges, identity, host data, random.
+#include "tapeflow/creation.hpp"
+
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -8,7 +10,6 @@
 #include "core/apply.hpp"
 #include "core/dtype_dispatch.hpp"
 #include "ops/elementwise_ops.hpp"
-#include "tapeflow/creation.hpp"
 #include "tapeflow/ops/shape.hpp"
 
 namespace tapeflow {
@@ -20,7 +21,8 @@ Tensor empty(const Shape& shape, DType dtype, Device device) {
 Tensor full(const Shape& shape, double value, DType dtype, Device device) {
   for (int64_t d : shape)
     if (d < 0)
-      throw ShapeError("[full] expected non-negative extents, got " + shape.str());
+      throw ShapeError("[full] expected non-negative extents, got " +
+                       shape.str());
   return apply_on(device, Full{shape, dtype, value}, Inputs{});
 }
 Tensor zeros(const Shape& shape, DType dtype, Device device) {
@@ -29,8 +31,12 @@ Tensor zeros(const Shape& shape, DType dtype, Device device) {
 Tensor ones(const Shape& shape, DType dtype, Device device) {
   return full(shape, 1.0, dtype, device);
 }
-Tensor zeros_like(const Tensor& t) { return zeros(t.shape(), t.dtype(), t.device()); }
-Tensor ones_like(const Tensor& t) { return ones(t.shape(), t.dtype(), t.device()); }
+Tensor zeros_like(const Tensor& t) {
+  return zeros(t.shape(), t.dtype(), t.device());
+}
+Tensor ones_like(const Tensor& t) {
+  return ones(t.shape(), t.dtype(), t.device());
+}
 Tensor scalar(double value, DType dtype, Device device) {
   if (!device.is_cpu()) return full({}, value, dtype, device);
   // Host scalars are written directly: `x * 0.5` makes one per call.
@@ -59,20 +65,25 @@ Tensor range_tensor(T start, T step, int64_t n, DType dtype) {
 }
 }  // namespace
 
-Tensor detail::arange_integral(int64_t start, int64_t stop, int64_t step, DType dtype) {
+Tensor detail::arange_integral(int64_t start, int64_t stop, int64_t step,
+                               DType dtype) {
   if (step == 0) throw ValueError("[arange] expected a non-zero step, got 0");
-  const int64_t n = std::max<int64_t>(0, (stop - start + step - (step > 0 ? 1 : -1)) / step);
+  const int64_t n =
+      std::max<int64_t>(0, (stop - start + step - (step > 0 ? 1 : -1)) / step);
   return range_tensor<int64_t>(start, step, n, dtype);
 }
-Tensor detail::arange_floating(double start, double stop, double step, DType dtype) {
+Tensor detail::arange_floating(double start, double stop, double step,
+                               DType dtype) {
   if (step == 0) throw ValueError("[arange] expected a non-zero step, got 0");
-  const auto n = static_cast<int64_t>(std::max(0.0, std::ceil((stop - start) / step)));
+  const auto n =
+      static_cast<int64_t>(std::max(0.0, std::ceil((stop - start) / step)));
   return range_tensor<double>(start, step, n, dtype);
 }
 
 Tensor eye(int64_t n, int64_t m, DType dtype) {
   if (m < 0) m = n;
-  if (n < 0) throw ValueError("[eye] expected n >= 0, got " + std::to_string(n));
+  if (n < 0)
+    throw ValueError("[eye] expected n >= 0, got " + std::to_string(n));
   std::vector<double> v(static_cast<size_t>(n * m), 0.0);
   for (int64_t i = 0; i < std::min(n, m); ++i) v[i * m + i] = 1.0;
   return from_vector(v, {n, m}).cast(dtype);
@@ -85,16 +96,19 @@ std::atomic<uint64_t> g_seed{0x5eed5eed5eedULL};
 std::atomic<uint64_t> g_offset{0};
 
 /** Reserves `n` counters of the global stream. */
-uint64_t take_offset(int64_t n) { return g_offset.fetch_add(static_cast<uint64_t>(n)); }
+uint64_t take_offset(int64_t n) {
+  return g_offset.fetch_add(static_cast<uint64_t>(n));
+}
 
 void check_random(const Shape& shape, DType dtype, const char* op) {
   if (!is_floating(dtype))
-    throw DTypeError(std::string("[") + op + "] expected float32 or float64, got " +
+    throw DTypeError(std::string("[") + op +
+                     "] expected float32 or float64, got " +
                      std::string(dtype_name(dtype)));
   for (int64_t d : shape)
     if (d < 0)
-      throw ShapeError(std::string("[") + op + "] expected non-negative extents, got " +
-                       shape.str());
+      throw ShapeError(std::string("[") + op +
+                       "] expected non-negative extents, got " + shape.str());
 }
 }  // namespace
 
@@ -103,23 +117,28 @@ void manual_seed(uint64_t seed) {
   g_offset = 0;
 }
 
-Tensor random_uniform(const Shape& shape, double minval, double maxval, DType dtype) {
+Tensor random_uniform(const Shape& shape, double minval, double maxval,
+                      DType dtype) {
   check_random(shape, dtype, "random_uniform");
   if (!(minval < maxval))
     throw ValueError("[random_uniform] expected minval < maxval, got " +
                      std::to_string(minval) + " and " + std::to_string(maxval));
-  return apply_on(Device::cpu(), RandomUniform{shape, dtype, minval, maxval, g_seed,
-                             take_offset(shape.numel())},
-               Inputs{});
+  return apply_on(Device::cpu(),
+                  RandomUniform{shape, dtype, minval, maxval, g_seed,
+                                take_offset(shape.numel())},
+                  Inputs{});
 }
 
-Tensor random_normal(const Shape& shape, double mean, double stddev, DType dtype) {
+Tensor random_normal(const Shape& shape, double mean, double stddev,
+                     DType dtype) {
   check_random(shape, dtype, "random_normal");
   if (stddev < 0)
-    throw ValueError("[random_normal] expected stddev >= 0, got " + std::to_string(stddev));
-  return apply_on(Device::cpu(), RandomNormal{shape, dtype, mean, stddev, g_seed,
-                            take_offset(shape.numel())},
-               Inputs{});
+    throw ValueError("[random_normal] expected stddev >= 0, got " +
+                     std::to_string(stddev));
+  return apply_on(Device::cpu(),
+                  RandomNormal{shape, dtype, mean, stddev, g_seed,
+                               take_offset(shape.numel())},
+                  Inputs{});
 }
 
 Tensor shuffle(const Tensor& x) {

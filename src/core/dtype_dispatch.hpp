@@ -12,11 +12,16 @@ namespace tapeflow {
 template <class F>
 decltype(auto) dispatch_all(DType t, F&& f) {
   switch (t) {
-    case DType::bool_: return f(uint8_t{});
-    case DType::int32: return f(int32_t{});
-    case DType::int64: return f(int64_t{});
-    case DType::float32: return f(float{});
-    case DType::float64: break;
+    case DType::bool_:
+      return f(uint8_t{});
+    case DType::int32:
+      return f(int32_t{});
+    case DType::int64:
+      return f(int64_t{});
+    case DType::float32:
+      return f(float{});
+    case DType::float64:
+      break;
   }
   return f(double{});
 }
@@ -24,11 +29,16 @@ decltype(auto) dispatch_all(DType t, F&& f) {
 template <class F>
 decltype(auto) dispatch_numeric(DType t, const char* op, F&& f) {
   switch (t) {
-    case DType::int32: return f(int32_t{});
-    case DType::int64: return f(int64_t{});
-    case DType::float32: return f(float{});
-    case DType::float64: return f(double{});
-    case DType::bool_: break;
+    case DType::int32:
+      return f(int32_t{});
+    case DType::int64:
+      return f(int64_t{});
+    case DType::float32:
+      return f(float{});
+    case DType::float64:
+      return f(double{});
+    case DType::bool_:
+      break;
   }
   throw DTypeError(std::string("[") + op +
                    "] expected a numeric dtype, got bool");

@@ -62,7 +62,8 @@ struct Printer {
     const bool last_axis = axis + 1 == shape.size();
     for (int64_t i = 0; i < n; ++i) {
       if (skipped(i, n)) {
-        if (i == kEdge) os << (last_axis ? "..., " : "...,\n" + std::string(indent + 1, ' '));
+        if (i == kEdge)
+          os << (last_axis ? "..., " : "...,\n" + std::string(indent + 1, ' '));
         continue;
       }
       print(os, axis + 1, offset + i * inner, indent + 1);
@@ -71,7 +72,8 @@ struct Printer {
         if (last_axis) {
           os << ' ';
         } else {
-          os << std::string(shape.size() - axis - 1, '\n') << std::string(indent + 1, ' ');
+          os << std::string(shape.size() - axis - 1, '\n')
+             << std::string(indent + 1, ' ');
         }
       }
     }

@@ -46,6 +46,8 @@ std::string Device::str() const {
   return is_cpu() ? "cpu:" + std::to_string(index)
                   : "cuda:" + std::to_string(index);
 }
-std::ostream& operator<<(std::ostream& os, Device d) { return os << d.str(); }
+std::ostream& operator<<(std::ostream& os, Device d) {
+  return os << d.str();
+}
 
 }  // namespace tapeflow

@@ -18,8 +18,8 @@ Tensor empty_tensor(const Shape& shape, DType dtype, Device device) {
                        shape.str());
   auto impl = std::make_shared<TensorImpl>();
   const size_t nbytes = static_cast<size_t>(shape.numel()) * itemsize(dtype);
-  impl->storage = std::make_shared<Storage>(nbytes, device,
-                                            allocator_for(device, "empty"));
+  impl->storage =
+      std::make_shared<Storage>(nbytes, device, allocator_for(device, "empty"));
   impl->shape = shape;
   impl->strides = contiguous_strides(shape);
   impl->dtype = dtype;
@@ -85,11 +85,21 @@ std::vector<Out> host_values(const Tensor& t) {
   Tensor h = materialize(t.cpu());
   std::vector<Out> out(static_cast<size_t>(h.numel()));
   switch (h.dtype()) {
-    case DType::bool_: gather_host<uint8_t>(h, out); break;
-    case DType::int32: gather_host<int32_t>(h, out); break;
-    case DType::int64: gather_host<int64_t>(h, out); break;
-    case DType::float32: gather_host<float>(h, out); break;
-    case DType::float64: gather_host<double>(h, out); break;
+    case DType::bool_:
+      gather_host<uint8_t>(h, out);
+      break;
+    case DType::int32:
+      gather_host<int32_t>(h, out);
+      break;
+    case DType::int64:
+      gather_host<int64_t>(h, out);
+      break;
+    case DType::float32:
+      gather_host<float>(h, out);
+      break;
+    case DType::float64:
+      gather_host<double>(h, out);
+      break;
   }
   return out;
 }
@@ -117,13 +127,15 @@ namespace {
  */
 Tensor strided_to_host(const Tensor& x) {
   int64_t last = 0;
-  for (int64_t i = 0; i < x.rank(); ++i) last += (x.shape()[i] - 1) * x.strides()[i];
+  for (int64_t i = 0; i < x.rank(); ++i)
+    last += (x.shape()[i] - 1) * x.strides()[i];
   const int64_t span = last + 1;
   Tensor host = empty_tensor({span}, x.dtype(), Device::cpu());
   const size_t item = itemsize(x.dtype());
-  checked_backend(x.device(), "to")->copy_to_host(
-      static_cast<const char*>(x.impl()->storage->data()) + x.offset() * item,
-      host.raw_data(), span * item, x.device().index);
+  checked_backend(x.device(), "to")
+      ->copy_to_host(static_cast<const char*>(x.impl()->storage->data()) +
+                         x.offset() * item,
+                     host.raw_data(), span * item, x.device().index);
   return materialize(make_view(host, x.shape(), x.strides(), 0));
 }
 
@@ -141,17 +153,17 @@ Tensor ToDevice::view(const Tensor& x) const {
   if (bytes == 0) return dst;
   const Device from = src.device();
   if (from.is_cpu()) {
-    checked_backend(device, name)->copy_from_host(src.raw_data(), dst.raw_data(),
-                                                  bytes, device.index);
+    checked_backend(device, name)
+        ->copy_from_host(src.raw_data(), dst.raw_data(), bytes, device.index);
   } else if (device.is_cpu()) {
-    checked_backend(from, name)->copy_to_host(src.raw_data(), dst.raw_data(),
-                                              bytes, from.index);
+    checked_backend(from, name)
+        ->copy_to_host(src.raw_data(), dst.raw_data(), bytes, from.index);
   } else {  // between two devices, through the host
     std::vector<char> host(bytes);
-    checked_backend(from, name)->copy_to_host(src.raw_data(), host.data(), bytes,
-                                              from.index);
-    checked_backend(device, name)->copy_from_host(host.data(), dst.raw_data(),
-                                                  bytes, device.index);
+    checked_backend(from, name)
+        ->copy_to_host(src.raw_data(), host.data(), bytes, from.index);
+    checked_backend(device, name)
+        ->copy_from_host(host.data(), dst.raw_data(), bytes, device.index);
   }
   return dst;
 }
@@ -159,7 +171,9 @@ Grads ToDevice::vjp(const VjpArgs& a) const {
   return {a.grad.to(a.input_specs[0].device)};
 }
 
-Tensor Tensor::cast(DType dtype) const { return tapeflow::cast(*this, dtype); }
+Tensor Tensor::cast(DType dtype) const {
+  return tapeflow::cast(*this, dtype);
+}
 
 Device common_device(const char* op, Inputs in) {
   if (in.empty()) return Device::cpu();

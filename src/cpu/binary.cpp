@@ -41,9 +41,9 @@ void where(const Where&, Inputs in, Tensor& out) {
     run_elementwise<4>(out, {&in[0], &in[1], &in[2]},
                        [&](const auto& off, int64_t n, const auto& st) {
                          for (int64_t i = 0; i < n; ++i)
-                           o[off[0] + i * st[0]] =
-                               c[off[1] + i * st[1]] ? a[off[2] + i * st[2]]
-                                                     : b[off[3] + i * st[3]];
+                           o[off[0] + i * st[0]] = c[off[1] + i * st[1]]
+                                                       ? a[off[2] + i * st[2]]
+                                                       : b[off[3] + i * st[3]];
                        });
   });
 }

@@ -1,13 +1,12 @@
 #pragma once
 // Row functions for run_elementwise: contiguous rows use xsimd batches
 // (float/double), broadcast operands a splatted batch, anything else scalars.
-#include "cpu/xsimd_config.hpp"
-
 #include <immintrin.h>
 
 #include <type_traits>
 
 #include "cpu/strided_loop.hpp"
+#include "cpu/xsimd_config.hpp"
 
 namespace tapeflow::cpu {
 
@@ -38,17 +37,23 @@ void store_row(T* out, int64_t n, bool streaming, BatchAt batch_at,
       const auto v = batch_at(i).data;
 #if defined(__AVX512F__)
       if constexpr (sizeof(B) == 64) {
-        if constexpr (std::is_same_v<T, float>) _mm512_stream_ps(out + i, v);
-        else _mm512_stream_pd(out + i, v);
+        if constexpr (std::is_same_v<T, float>)
+          _mm512_stream_ps(out + i, v);
+        else
+          _mm512_stream_pd(out + i, v);
         continue;
       }
 #endif
       if constexpr (sizeof(B) == 32) {
-        if constexpr (std::is_same_v<T, float>) _mm256_stream_ps(out + i, v);
-        else _mm256_stream_pd(out + i, v);
+        if constexpr (std::is_same_v<T, float>)
+          _mm256_stream_ps(out + i, v);
+        else
+          _mm256_stream_pd(out + i, v);
       } else {
-        if constexpr (std::is_same_v<T, float>) _mm_stream_ps(out + i, v);
-        else _mm_stream_pd(out + i, v);
+        if constexpr (std::is_same_v<T, float>)
+          _mm_stream_ps(out + i, v);
+        else
+          _mm_stream_pd(out + i, v);
       }
     }
     _mm_sfence();
@@ -64,21 +69,23 @@ void unary_kernel(const Tensor& x, Tensor& out, F f) {
   const T* a = static_cast<const T*>(x.raw_data());
   T* o = static_cast<T*>(out.raw_data());
   const bool streaming = out.numel() * int64_t(sizeof(T)) >= kStreamingBytes;
-  run_elementwise<2>(out, {&x}, [&](const auto& off, int64_t n, const auto& st) {
-    T* po = o + off[0];
-    const T* pa = a + off[1];
-    int64_t i = 0;
-    if constexpr (kSimd<T>) {
-      if (st[0] == 1 && st[1] == 1) {
-        using B = xsimd::batch<T>;
-        store_row<T>(
-            po, n, streaming, [&](int64_t k) { return f(B::load_unaligned(pa + k)); },
-            [&](int64_t k) { return f(pa[k]); });
-        return;
-      }
-    }
-    for (; i < n; ++i) po[i * st[0]] = f(pa[i * st[1]]);
-  });
+  run_elementwise<2>(
+      out, {&x}, [&](const auto& off, int64_t n, const auto& st) {
+        T* po = o + off[0];
+        const T* pa = a + off[1];
+        int64_t i = 0;
+        if constexpr (kSimd<T>) {
+          if (st[0] == 1 && st[1] == 1) {
+            using B = xsimd::batch<T>;
+            store_row<T>(
+                po, n, streaming,
+                [&](int64_t k) { return f(B::load_unaligned(pa + k)); },
+                [&](int64_t k) { return f(pa[k]); });
+            return;
+          }
+        }
+        for (; i < n; ++i) po[i * st[0]] = f(pa[i * st[1]]);
+      });
 }
 
 /** out = f(a, b) for inputs of type T and output of type R. */
@@ -88,38 +95,43 @@ void binary_kernel(const Tensor& x, const Tensor& y, Tensor& out, F f) {
   const T* b = static_cast<const T*>(y.raw_data());
   R* o = static_cast<R*>(out.raw_data());
   const bool streaming = out.numel() * int64_t(sizeof(R)) >= kStreamingBytes;
-  run_elementwise<3>(out, {&x, &y}, [&](const auto& off, int64_t n,
-                                        const auto& st) {
-    R* po = o + off[0];
-    const T* pa = a + off[1];
-    const T* pb = b + off[2];
-    int64_t i = 0;
-    if constexpr (kSimd<T> && std::is_same_v<T, R>) {
-      using B = xsimd::batch<T>;
-      if (st[0] == 1 && st[1] == 1 && st[2] == 1) {
-        store_row<T>(
-            po, n, streaming,
-            [&](int64_t k) { return f(B::load_unaligned(pa + k), B::load_unaligned(pb + k)); },
-            [&](int64_t k) { return f(pa[k], pb[k]); });
-        return;
-      }
-      if (st[0] == 1 && st[1] == 1 && st[2] == 0) {
-        const B vb(*pb);
-        store_row<T>(
-            po, n, streaming, [&](int64_t k) { return f(B::load_unaligned(pa + k), vb); },
-            [&](int64_t k) { return f(pa[k], *pb); });
-        return;
-      }
-      if (st[0] == 1 && st[1] == 0 && st[2] == 1) {
-        const B va(*pa);
-        store_row<T>(
-            po, n, streaming, [&](int64_t k) { return f(va, B::load_unaligned(pb + k)); },
-            [&](int64_t k) { return f(*pa, pb[k]); });
-        return;
-      }
-    }
-    for (; i < n; ++i) po[i * st[0]] = f(pa[i * st[1]], pb[i * st[2]]);
-  });
+  run_elementwise<3>(
+      out, {&x, &y}, [&](const auto& off, int64_t n, const auto& st) {
+        R* po = o + off[0];
+        const T* pa = a + off[1];
+        const T* pb = b + off[2];
+        int64_t i = 0;
+        if constexpr (kSimd<T> && std::is_same_v<T, R>) {
+          using B = xsimd::batch<T>;
+          if (st[0] == 1 && st[1] == 1 && st[2] == 1) {
+            store_row<T>(
+                po, n, streaming,
+                [&](int64_t k) {
+                  return f(B::load_unaligned(pa + k),
+                           B::load_unaligned(pb + k));
+                },
+                [&](int64_t k) { return f(pa[k], pb[k]); });
+            return;
+          }
+          if (st[0] == 1 && st[1] == 1 && st[2] == 0) {
+            const B vb(*pb);
+            store_row<T>(
+                po, n, streaming,
+                [&](int64_t k) { return f(B::load_unaligned(pa + k), vb); },
+                [&](int64_t k) { return f(pa[k], *pb); });
+            return;
+          }
+          if (st[0] == 1 && st[1] == 0 && st[2] == 1) {
+            const B va(*pa);
+            store_row<T>(
+                po, n, streaming,
+                [&](int64_t k) { return f(va, B::load_unaligned(pb + k)); },
+                [&](int64_t k) { return f(*pa, pb[k]); });
+            return;
+          }
+        }
+        for (; i < n; ++i) po[i * st[0]] = f(pa[i * st[1]], pb[i * st[2]]);
+      });
 }
 
 }  // namespace tapeflow::cpu

@@ -2,8 +2,8 @@
 #include <cmath>
 #include <numbers>
 
-#include "core/philox.hpp"
 #include "core/dtype_dispatch.hpp"
+#include "core/philox.hpp"
 #include "cpu/strided_loop.hpp"
 #include "ops/elementwise_ops.hpp"
 
@@ -26,17 +26,18 @@ void cast(const Cast&, Inputs in, Tensor& out) {
       using To = decltype(to);
       const From* a = static_cast<const From*>(in[0].raw_data());
       To* o = static_cast<To*>(out.raw_data());
-      run_elementwise<2>(out, {&in[0]}, [&](const auto& off, int64_t n,
-                                            const auto& st) {
-        To* po = o + off[0];
-        const From* pa = a + off[1];
-        if (st[0] == 1 && st[1] == 1) {
-          for (int64_t i = 0; i < n; ++i) po[i] = convert<To>(pa[i]);
-        } else {
-          for (int64_t i = 0; i < n; ++i)
-            po[i * st[0]] = convert<To>(pa[i * st[1]]);
-        }
-      });
+      run_elementwise<2>(out, {&in[0]},
+                         [&](const auto& off, int64_t n, const auto& st) {
+                           To* po = o + off[0];
+                           const From* pa = a + off[1];
+                           if (st[0] == 1 && st[1] == 1) {
+                             for (int64_t i = 0; i < n; ++i)
+                               po[i] = convert<To>(pa[i]);
+                           } else {
+                             for (int64_t i = 0; i < n; ++i)
+                               po[i * st[0]] = convert<To>(pa[i * st[1]]);
+                           }
+                         });
     });
   });
 }
@@ -46,9 +47,8 @@ void full(const Full& op, Inputs, Tensor& out) {
     using T = decltype(tag);
     T* o = static_cast<T*>(out.raw_data());
     const T v = convert<T>(op.value);
-    parallel_for(out.numel(), kParallelGrain, [&](int64_t b, int64_t e) {
-      std::fill(o + b, o + e, v);
-    });
+    parallel_for(out.numel(), kParallelGrain,
+                 [&](int64_t b, int64_t e) { std::fill(o + b, o + e, v); });
   });
 }
 
@@ -78,8 +78,8 @@ void random_normal(const RandomNormal& op, Inputs, Tensor& out) {
     // Box-Muller; 1 - u keeps the logarithm's argument in (0, 1].
     const double u1 = 1.0 - unit_double(w[0], w[1]);
     const double u2 = unit_double(w[2], w[3]);
-    const double z = std::sqrt(-2.0 * std::log(u1)) *
-                     std::cos(2.0 * std::numbers::pi * u2);
+    const double z =
+        std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
     return op.mean + op.stddev * z;
   });
 }

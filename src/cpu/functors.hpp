@@ -1,65 +1,187 @@
 #pragma once
 // Elementwise math as functors callable on scalars and on xsimd batches.
-#include "cpu/xsimd_config.hpp"
-
 #include <cmath>
 #include <type_traits>
+
+#include "cpu/xsimd_config.hpp"
 
 namespace tapeflow::cpu {
 
 template <class T>
-using scalar_of = typename std::conditional_t<std::is_arithmetic_v<T>,
-                                              std::type_identity<T>,
-                                              typename T::value_type>;
+using scalar_of =
+    typename std::conditional_t<std::is_arithmetic_v<T>, std::type_identity<T>,
+                                typename T::value_type>;
 
-struct NegF { template <class T> T operator()(const T& a) const { return -a; } };
-struct ExpF { template <class T> T operator()(const T& a) const { return xsimd::exp(a); } };
-struct LogF { template <class T> T operator()(const T& a) const { return xsimd::log(a); } };
-struct SqrtF { template <class T> T operator()(const T& a) const { return xsimd::sqrt(a); } };
+struct NegF {
+  template <class T>
+  T operator()(const T& a) const {
+    return -a;
+  }
+};
+struct ExpF {
+  template <class T>
+  T operator()(const T& a) const {
+    return xsimd::exp(a);
+  }
+};
+struct LogF {
+  template <class T>
+  T operator()(const T& a) const {
+    return xsimd::log(a);
+  }
+};
+struct SqrtF {
+  template <class T>
+  T operator()(const T& a) const {
+    return xsimd::sqrt(a);
+  }
+};
 struct RsqrtF {
-  template <class T> T operator()(const T& a) const { return T(1) / xsimd::sqrt(a); }
+  template <class T>
+  T operator()(const T& a) const {
+    return T(1) / xsimd::sqrt(a);
+  }
 };
-struct AbsF { template <class T> T operator()(const T& a) const { return xsimd::abs(a); } };
-struct SquareF { template <class T> T operator()(const T& a) const { return a * a; } };
-struct SinF { template <class T> T operator()(const T& a) const { return xsimd::sin(a); } };
-struct CosF { template <class T> T operator()(const T& a) const { return xsimd::cos(a); } };
-struct TanhF { template <class T> T operator()(const T& a) const { return xsimd::tanh(a); } };
+struct AbsF {
+  template <class T>
+  T operator()(const T& a) const {
+    return xsimd::abs(a);
+  }
+};
+struct SquareF {
+  template <class T>
+  T operator()(const T& a) const {
+    return a * a;
+  }
+};
+struct SinF {
+  template <class T>
+  T operator()(const T& a) const {
+    return xsimd::sin(a);
+  }
+};
+struct CosF {
+  template <class T>
+  T operator()(const T& a) const {
+    return xsimd::cos(a);
+  }
+};
+struct TanhF {
+  template <class T>
+  T operator()(const T& a) const {
+    return xsimd::tanh(a);
+  }
+};
 struct SigmoidF {
-  template <class T> T operator()(const T& a) const { return T(1) / (T(1) + xsimd::exp(-a)); }
+  template <class T>
+  T operator()(const T& a) const {
+    return T(1) / (T(1) + xsimd::exp(-a));
+  }
 };
-struct ReluF { template <class T> T operator()(const T& a) const { return xsimd::max(a, T(0)); } };
+struct ReluF {
+  template <class T>
+  T operator()(const T& a) const {
+    return xsimd::max(a, T(0));
+  }
+};
 struct SignF {
   template <class T>
   T operator()(const T& a) const {
     if constexpr (std::is_arithmetic_v<T>)
       return static_cast<T>((a > T(0)) - (a < T(0)));
     else
-      return xsimd::select(a > T(0), T(1), xsimd::select(a < T(0), T(-1), T(0)));
+      return xsimd::select(a > T(0), T(1),
+                           xsimd::select(a < T(0), T(-1), T(0)));
   }
 };
-struct NotF { uint8_t operator()(uint8_t a) const { return !a; } };
+struct NotF {
+  uint8_t operator()(uint8_t a) const { return !a; }
+};
 
-struct AddF { template <class T> T operator()(const T& a, const T& b) const { return a + b; } };
-struct SubF { template <class T> T operator()(const T& a, const T& b) const { return a - b; } };
-struct MulF { template <class T> T operator()(const T& a, const T& b) const { return a * b; } };
-struct DivF { template <class T> T operator()(const T& a, const T& b) const { return a / b; } };
+struct AddF {
+  template <class T>
+  T operator()(const T& a, const T& b) const {
+    return a + b;
+  }
+};
+struct SubF {
+  template <class T>
+  T operator()(const T& a, const T& b) const {
+    return a - b;
+  }
+};
+struct MulF {
+  template <class T>
+  T operator()(const T& a, const T& b) const {
+    return a * b;
+  }
+};
+struct DivF {
+  template <class T>
+  T operator()(const T& a, const T& b) const {
+    return a / b;
+  }
+};
 struct PowF {
-  template <class T> T operator()(const T& a, const T& b) const { return xsimd::pow(a, b); }
+  template <class T>
+  T operator()(const T& a, const T& b) const {
+    return xsimd::pow(a, b);
+  }
 };
 struct MinF {
-  template <class T> T operator()(const T& a, const T& b) const { return xsimd::min(a, b); }
+  template <class T>
+  T operator()(const T& a, const T& b) const {
+    return xsimd::min(a, b);
+  }
 };
 struct MaxF {
-  template <class T> T operator()(const T& a, const T& b) const { return xsimd::max(a, b); }
+  template <class T>
+  T operator()(const T& a, const T& b) const {
+    return xsimd::max(a, b);
+  }
 };
 
-struct EqF { template <class T> uint8_t operator()(T a, T b) const { return a == b; } };
-struct NeF { template <class T> uint8_t operator()(T a, T b) const { return a != b; } };
-struct LtF { template <class T> uint8_t operator()(T a, T b) const { return a < b; } };
-struct LeF { template <class T> uint8_t operator()(T a, T b) const { return a <= b; } };
-struct GtF { template <class T> uint8_t operator()(T a, T b) const { return a > b; } };
-struct GeF { template <class T> uint8_t operator()(T a, T b) const { return a >= b; } };
-struct AndF { uint8_t operator()(uint8_t a, uint8_t b) const { return a && b; } };
-struct OrF { uint8_t operator()(uint8_t a, uint8_t b) const { return a || b; } };
+struct EqF {
+  template <class T>
+  uint8_t operator()(T a, T b) const {
+    return a == b;
+  }
+};
+struct NeF {
+  template <class T>
+  uint8_t operator()(T a, T b) const {
+    return a != b;
+  }
+};
+struct LtF {
+  template <class T>
+  uint8_t operator()(T a, T b) const {
+    return a < b;
+  }
+};
+struct LeF {
+  template <class T>
+  uint8_t operator()(T a, T b) const {
+    return a <= b;
+  }
+};
+struct GtF {
+  template <class T>
+  uint8_t operator()(T a, T b) const {
+    return a > b;
+  }
+};
+struct GeF {
+  template <class T>
+  uint8_t operator()(T a, T b) const {
+    return a >= b;
+  }
+};
+struct AndF {
+  uint8_t operator()(uint8_t a, uint8_t b) const { return a && b; }
+};
+struct OrF {
+  uint8_t operator()(uint8_t a, uint8_t b) const { return a || b; }
+};
 
 }  // namespace tapeflow::cpu

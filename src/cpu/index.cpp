@@ -20,21 +20,23 @@ void copy_into(const Tensor& src, const Tensor& dst) {
   const size_t bytes = itemsize(src.dtype());
   const char* s = static_cast<const char*>(src.raw_data());
   char* d = static_cast<char*>(dst.raw_data());
-  run_elementwise<2>(dst, {&src}, [&](const auto& off, int64_t n, const auto& st) {
-    if (st[0] == 1 && st[1] == 1) {
-      std::memcpy(d + off[0] * bytes, s + off[1] * bytes, n * bytes);
-      return;
-    }
-    for (int64_t i = 0; i < n; ++i)
-      std::memcpy(d + (off[0] + i * st[0]) * bytes,
-                  s + (off[1] + i * st[1]) * bytes, bytes);
-  });
+  run_elementwise<2>(
+      dst, {&src}, [&](const auto& off, int64_t n, const auto& st) {
+        if (st[0] == 1 && st[1] == 1) {
+          std::memcpy(d + off[0] * bytes, s + off[1] * bytes, n * bytes);
+          return;
+        }
+        for (int64_t i = 0; i < n; ++i)
+          std::memcpy(d + (off[0] + i * st[0]) * bytes,
+                      s + (off[1] + i * st[1]) * bytes, bytes);
+      });
 }
 
 /** out's region starting at `begin` with `shape`, as a strided view. */
 Tensor region(const Tensor& out, const Shape& begin, const Shape& shape) {
   int64_t offset = out.offset();
-  for (int64_t i = 0; i < out.rank(); ++i) offset += begin[i] * out.strides()[i];
+  for (int64_t i = 0; i < out.rank(); ++i)
+    offset += begin[i] * out.strides()[i];
   return make_view(out, shape, out.strides(), offset);
 }
 
@@ -59,8 +61,9 @@ std::vector<int64_t> checked_indices(const Tensor& indices, int64_t limit,
   for (size_t i = 0; i < idx.size(); ++i) {
     if (idx[i] < 0 || idx[i] >= limit)
       throw IndexError(std::string("[") + op + "] expected indices in [0, " +
-                       std::to_string(limit) + "), got " + std::to_string(idx[i]) +
-                       " at position " + std::to_string(i));
+                       std::to_string(limit) + "), got " +
+                       std::to_string(idx[i]) + " at position " +
+                       std::to_string(i));
   }
   return idx;
 }
@@ -85,19 +88,22 @@ void gather(const Gather& op, Inputs in, Tensor& out) {
   const char* src = static_cast<const char*>(p.raw_data());
   char* dst = static_cast<char*>(out.raw_data());
   const int64_t n = static_cast<int64_t>(idx.size());
-  parallel_for(b.outer * n, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(b.inner, 1)),
-               [&](int64_t lo, int64_t hi) {
-                 for (int64_t k = lo; k < hi; ++k) {
-                   const int64_t o = k / n, j = k % n;
-                   std::memcpy(dst + k * row, src + (o * b.axis + idx[j]) * row, row);
-                 }
-               });
+  parallel_for(
+      b.outer * n,
+      std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(b.inner, 1)),
+      [&](int64_t lo, int64_t hi) {
+        for (int64_t k = lo; k < hi; ++k) {
+          const int64_t o = k / n, j = k % n;
+          std::memcpy(dst + k * row, src + (o * b.axis + idx[j]) * row, row);
+        }
+      });
 }
 
 void gather_grad(const GatherGrad& op, Inputs in, Tensor& out) {
   const Tensor g = materialize(in[1]);
   const Blocks b = blocks_of(op.params_shape, op.axis);
-  const std::vector<int64_t> idx = checked_indices(in[0], b.axis, "gather_grad");
+  const std::vector<int64_t> idx =
+      checked_indices(in[0], b.axis, "gather_grad");
   zero(out);
   dispatch_floating(g.dtype(), "gather_grad", [&](auto tag) {
     using T = decltype(tag);
@@ -121,7 +127,8 @@ void one_hot(const OneHot& op, Inputs in, Tensor& out) {
   dispatch_all(out.dtype(), [&](auto tag) {
     using T = decltype(tag);
     T* o = static_cast<T*>(out.raw_data());
-    const T on = static_cast<T>(op.on_value), off = static_cast<T>(op.off_value);
+    const T on = static_cast<T>(op.on_value),
+            off = static_cast<T>(op.off_value);
     for (size_t i = 0; i < idx.size(); ++i)
       for (int64_t d = 0; d < op.depth; ++d)
         o[i * op.depth + d] = idx[i] == d ? on : off;

@@ -1,7 +1,5 @@
 // matrix_inverse and matrix_determinant through xtensor-blas (LAPACK getrf /
 // getri), one matrix of the batch at a time.
-#include "cpu/xsimd_config.hpp"
-
 #include <stdexcept>
 #include <xtensor-blas/xlinalg.hpp>
 #include <xtensor/xadapt.hpp>
@@ -9,6 +7,7 @@
 
 #include "core/creation_internal.hpp"
 #include "core/dtype_dispatch.hpp"
+#include "cpu/xsimd_config.hpp"
 #include "ops/linalg_ops.hpp"
 
 namespace tapeflow::cpu {
@@ -22,7 +21,8 @@ void for_each_matrix(const Tensor& input, Fn&& fn) {
   const T* p = static_cast<const T*>(x.raw_data());
   const std::array<size_t, 2> shape = {size_t(n), size_t(n)};
   for (int64_t k = 0; k < count; ++k)
-    fn(k, xt::adapt(p + k * n * n, size_t(n * n), xt::no_ownership(), shape), n);
+    fn(k, xt::adapt(p + k * n * n, size_t(n * n), xt::no_ownership(), shape),
+       n);
 }
 
 void inverse(const MatrixInverse& op, Inputs in, Tensor& out) {
@@ -36,8 +36,10 @@ void inverse(const MatrixInverse& op, Inputs in, Tensor& out) {
                              std::array<size_t, 2>{size_t(n), size_t(n)});
         xt::noalias(dst) = inv;
       } catch (const std::runtime_error&) {
-        throw ValueError("[matrix_inverse] expected invertible matrices, got a "
-                         "singular one at batch index " + std::to_string(k));
+        throw ValueError(
+            "[matrix_inverse] expected invertible matrices, got a "
+            "singular one at batch index " +
+            std::to_string(k));
       }
     });
   });

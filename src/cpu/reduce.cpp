@@ -1,13 +1,12 @@
 // Reductions. Reduced axes that form one contiguous run are reduced with
 // xsimd batches; reductions over outer axes accumulate contiguous rows; any
 // other layout is first transposed into the first form.
-#include "cpu/xsimd_config.hpp"
-
 #include <limits>
 
 #include "core/creation_internal.hpp"
 #include "core/dtype_dispatch.hpp"
 #include "cpu/strided_loop.hpp"
+#include "cpu/xsimd_config.hpp"
 #include "ops/reduce_ops.hpp"
 #include "tapeflow/ops/shape.hpp"
 
@@ -17,26 +16,39 @@ namespace {
 template <class T>
 struct SumR {
   static T identity() { return T(0); }
-  template <class V> static V combine(const V& a, const V& b) { return a + b; }
+  template <class V>
+  static V combine(const V& a, const V& b) {
+    return a + b;
+  }
 };
 template <class T>
 struct ProdR {
   static T identity() { return T(1); }
-  template <class V> static V combine(const V& a, const V& b) { return a * b; }
+  template <class V>
+  static V combine(const V& a, const V& b) {
+    return a * b;
+  }
 };
 template <class T>
 struct MaxR {
   static T identity() { return std::numeric_limits<T>::lowest(); }
-  template <class V> static V combine(const V& a, const V& b) { return xsimd::max(a, b); }
+  template <class V>
+  static V combine(const V& a, const V& b) {
+    return xsimd::max(a, b);
+  }
 };
 template <class T>
 struct MinR {
   static T identity() { return std::numeric_limits<T>::max(); }
-  template <class V> static V combine(const V& a, const V& b) { return xsimd::min(a, b); }
+  template <class V>
+  static V combine(const V& a, const V& b) {
+    return xsimd::min(a, b);
+  }
 };
 
 template <class T>
-inline constexpr bool kSimd = std::is_same_v<T, float> || std::is_same_v<T, double>;
+inline constexpr bool kSimd =
+    std::is_same_v<T, float> || std::is_same_v<T, double>;
 
 /** Reduces n contiguous elements. */
 template <class T, class R>
@@ -146,14 +158,16 @@ void reduce_kernel(const ReduceOp& op, const Tensor& input, Tensor& out) {
       const int threads = config::intra_op_threads();
       std::vector<T> partial(threads, R::identity());
       parallel_for(N, kParallelGrain, [&](int64_t b, int64_t e) {
-        partial[omp_get_thread_num()] = reduce_run<T, R>(in + base[0] + b, e - b);
+        partial[omp_get_thread_num()] =
+            reduce_run<T, R>(in + base[0] + b, e - b);
       });
       T acc = R::identity();
       for (T p : partial) acc = R::combine(acc, p);
       o[0] = acc;
       return;
     }
-    parallel_for(K, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(N, 1)),
+    parallel_for(K,
+                 std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(N, 1)),
                  [&](int64_t b, int64_t e) {
                    for (int64_t k = b; k < e; ++k)
                      o[k] = reduce_run<T, R>(in + base[k], N);
@@ -162,14 +176,14 @@ void reduce_kernel(const ReduceOp& op, const Tensor& input, Tensor& out) {
   }
   // Kept axes are contiguous: accumulate whole rows of K outputs.
   const int64_t kept_base = 0;
-  parallel_for(K, std::max<int64_t>(64, kParallelGrain / std::max<int64_t>(N, 1)),
-               [&](int64_t b, int64_t e) {
-                 std::fill(o + b, o + e, R::identity());
-                 for_each_offset(s.red_shape, s.red_strides,
-                                 [&](int64_t, int64_t off) {
-                                   combine_row<T, R>(o + b, in + kept_base + off + b, e - b);
-                                 });
-               });
+  parallel_for(
+      K, std::max<int64_t>(64, kParallelGrain / std::max<int64_t>(N, 1)),
+      [&](int64_t b, int64_t e) {
+        std::fill(o + b, o + e, R::identity());
+        for_each_offset(s.red_shape, s.red_strides, [&](int64_t, int64_t off) {
+          combine_row<T, R>(o + b, in + kept_base + off + b, e - b);
+        });
+      });
 }
 
 template <template <class> class R, class Op>
@@ -185,7 +199,8 @@ void arg_reduce(const Op& op, Inputs in, Tensor& out) {
   const Tensor& x = in[0];
   if (x.shape()[op.axis] == 0)
     throw ShapeError(std::string("[") + Op::name +
-                     "] expected a non-empty axis, got shape " + x.shape().str());
+                     "] expected a non-empty axis, got shape " +
+                     x.shape().str());
   dispatch_numeric(x.dtype(), Op::name, [&](auto tag) {
     using T = decltype(tag);
     Shape rest_shape, rest_strides;

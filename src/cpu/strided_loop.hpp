@@ -46,8 +46,8 @@ void for_each_row(const LoopPlan<N>& p, int64_t begin, int64_t end, Row&& row) {
 
 /** Plans and runs `row` over out = f(inputs...), in parallel when large. */
 template <size_t N, class Row>
-void run_elementwise(const Tensor& out, const std::array<const Tensor*, N - 1>& in,
-                     Row&& row) {
+void run_elementwise(const Tensor& out,
+                     const std::array<const Tensor*, N - 1>& in, Row&& row) {
   std::array<int64_t, N> flat;
   if (flat_elementwise<N>(out, in, flat)) {
     parallel_for(out.numel(), kParallelGrain, [&](int64_t b, int64_t e) {
@@ -58,9 +58,8 @@ void run_elementwise(const Tensor& out, const std::array<const Tensor*, N - 1>& 
     return;
   }
   const LoopPlan<N> plan = plan_elementwise<N>(out, in);
-  parallel_for(out.numel(), kParallelGrain, [&](int64_t b, int64_t e) {
-    for_each_row(plan, b, e, row);
-  });
+  parallel_for(out.numel(), kParallelGrain,
+               [&](int64_t b, int64_t e) { for_each_row(plan, b, e, row); });
 }
 
 }  // namespace tapeflow::cpu

@@ -6,7 +6,8 @@
 
 namespace tapeflow {
 
-/** `axis` in [0, rank), counting negative axes from the end; IndexError else. */
+/** `axis` in [0, rank), counting negative axes from the end; IndexError else.
+ */
 inline int64_t normalize_axis(int64_t axis, int64_t rank, const char* op) {
   if (axis < -rank || axis >= rank)
     throw IndexError(std::string("[") + op + "] expected an axis in [" +

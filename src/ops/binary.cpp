@@ -59,24 +59,35 @@ Tensor binary(const Tensor& x, const Tensor& y) {
 /** Integers and bools computed as numbers (bool + bool is int32). */
 template <class Op>
 Tensor arithmetic(const Tensor& x, const Tensor& y) {
-  if (x.defined() && y.defined() && x.dtype() == y.dtype() && x.dtype() != bool_)
+  if (x.defined() && y.defined() && x.dtype() == y.dtype() &&
+      x.dtype() != bool_)
     return apply(Op{}, {x, y});
   auto [a, b] = promote_pair(x, y, Op::name);
   if (a.dtype() == bool_) return binary<Op>(cast(a, int32), cast(b, int32));
   return apply(Op{}, {a, b});
 }
-Tensor zeros_of(const Tensor& like) { return scalar_like(like, 0.0); }
+Tensor zeros_of(const Tensor& like) {
+  return scalar_like(like, 0.0);
+}
 }  // namespace
 
-Tensor add(const Tensor& x, const Tensor& y) { return arithmetic<Add>(x, y); }
-Grads Add::vjp(const VjpArgs& a) const { return {a.grad, a.grad}; }
+Tensor add(const Tensor& x, const Tensor& y) {
+  return arithmetic<Add>(x, y);
+}
+Grads Add::vjp(const VjpArgs& a) const {
+  return {a.grad, a.grad};
+}
 
-Tensor sub(const Tensor& x, const Tensor& y) { return arithmetic<Sub>(x, y); }
+Tensor sub(const Tensor& x, const Tensor& y) {
+  return arithmetic<Sub>(x, y);
+}
 Grads Sub::vjp(const VjpArgs& a) const {
   return {a.grad, a.needs(1) ? neg(a.grad) : Tensor()};
 }
 
-Tensor mul(const Tensor& x, const Tensor& y) { return arithmetic<Mul>(x, y); }
+Tensor mul(const Tensor& x, const Tensor& y) {
+  return arithmetic<Mul>(x, y);
+}
 Grads Mul::vjp(const VjpArgs& a) const {
   return {a.needs(0) ? a.grad * a.x(1) : Tensor(),
           a.needs(1) ? a.grad * a.x(0) : Tensor()};
@@ -131,16 +142,20 @@ Tensor clip(const Tensor& x, const Tensor& lo, const Tensor& hi) {
 }
 Tensor clip(const Tensor& x, double lo, double hi) {
   if (lo > hi)
-    throw ValueError("[clip] expected lo <= hi, got lo = " + std::to_string(lo) +
-                     " and hi = " + std::to_string(hi));
+    throw ValueError("[clip] expected lo <= hi, got lo = " +
+                     std::to_string(lo) + " and hi = " + std::to_string(hi));
   return clip(x, scalar_like(x, lo), scalar_like(x, hi));
 }
 
-Tensor equal(const Tensor& x, const Tensor& y) { return binary<Equal>(x, y); }
+Tensor equal(const Tensor& x, const Tensor& y) {
+  return binary<Equal>(x, y);
+}
 Tensor not_equal(const Tensor& x, const Tensor& y) {
   return binary<NotEqual>(x, y);
 }
-Tensor less(const Tensor& x, const Tensor& y) { return binary<Less>(x, y); }
+Tensor less(const Tensor& x, const Tensor& y) {
+  return binary<Less>(x, y);
+}
 Tensor less_equal(const Tensor& x, const Tensor& y) {
   return binary<LessEqual>(x, y);
 }
@@ -167,31 +182,71 @@ Grads Where::vjp(const VjpArgs& a) const {
           a.needs(2) ? where(c, zeros_of(a.grad), a.grad) : Tensor()};
 }
 
-Tensor operator+(const Tensor& x, const Tensor& y) { return add(x, y); }
-Tensor operator-(const Tensor& x, const Tensor& y) { return sub(x, y); }
-Tensor operator*(const Tensor& x, const Tensor& y) { return mul(x, y); }
-Tensor operator/(const Tensor& x, const Tensor& y) { return div(x, y); }
-Tensor operator-(const Tensor& x) { return neg(x); }
-Tensor operator+(const Tensor& x, double y) { return add(x, scalar_like(x, y)); }
-Tensor operator-(const Tensor& x, double y) { return sub(x, scalar_like(x, y)); }
-Tensor operator*(const Tensor& x, double y) { return mul(x, scalar_like(x, y)); }
-Tensor operator/(const Tensor& x, double y) { return div(x, scalar_like(x, y)); }
-Tensor operator+(double x, const Tensor& y) { return add(scalar_like(y, x), y); }
-Tensor operator-(double x, const Tensor& y) { return sub(scalar_like(y, x), y); }
-Tensor operator*(double x, const Tensor& y) { return mul(scalar_like(y, x), y); }
-Tensor operator/(double x, const Tensor& y) { return div(scalar_like(y, x), y); }
-Tensor operator==(const Tensor& x, const Tensor& y) { return equal(x, y); }
-Tensor operator!=(const Tensor& x, const Tensor& y) { return not_equal(x, y); }
-Tensor operator<(const Tensor& x, const Tensor& y) { return less(x, y); }
-Tensor operator<=(const Tensor& x, const Tensor& y) { return less_equal(x, y); }
-Tensor operator>(const Tensor& x, const Tensor& y) { return greater(x, y); }
+Tensor operator+(const Tensor& x, const Tensor& y) {
+  return add(x, y);
+}
+Tensor operator-(const Tensor& x, const Tensor& y) {
+  return sub(x, y);
+}
+Tensor operator*(const Tensor& x, const Tensor& y) {
+  return mul(x, y);
+}
+Tensor operator/(const Tensor& x, const Tensor& y) {
+  return div(x, y);
+}
+Tensor operator-(const Tensor& x) {
+  return neg(x);
+}
+Tensor operator+(const Tensor& x, double y) {
+  return add(x, scalar_like(x, y));
+}
+Tensor operator-(const Tensor& x, double y) {
+  return sub(x, scalar_like(x, y));
+}
+Tensor operator*(const Tensor& x, double y) {
+  return mul(x, scalar_like(x, y));
+}
+Tensor operator/(const Tensor& x, double y) {
+  return div(x, scalar_like(x, y));
+}
+Tensor operator+(double x, const Tensor& y) {
+  return add(scalar_like(y, x), y);
+}
+Tensor operator-(double x, const Tensor& y) {
+  return sub(scalar_like(y, x), y);
+}
+Tensor operator*(double x, const Tensor& y) {
+  return mul(scalar_like(y, x), y);
+}
+Tensor operator/(double x, const Tensor& y) {
+  return div(scalar_like(y, x), y);
+}
+Tensor operator==(const Tensor& x, const Tensor& y) {
+  return equal(x, y);
+}
+Tensor operator!=(const Tensor& x, const Tensor& y) {
+  return not_equal(x, y);
+}
+Tensor operator<(const Tensor& x, const Tensor& y) {
+  return less(x, y);
+}
+Tensor operator<=(const Tensor& x, const Tensor& y) {
+  return less_equal(x, y);
+}
+Tensor operator>(const Tensor& x, const Tensor& y) {
+  return greater(x, y);
+}
 Tensor operator>=(const Tensor& x, const Tensor& y) {
   return greater_equal(x, y);
 }
 Tensor operator&&(const Tensor& x, const Tensor& y) {
   return logical_and(x, y);
 }
-Tensor operator||(const Tensor& x, const Tensor& y) { return logical_or(x, y); }
-Tensor operator!(const Tensor& x) { return logical_not(x); }
+Tensor operator||(const Tensor& x, const Tensor& y) {
+  return logical_or(x, y);
+}
+Tensor operator!(const Tensor& x) {
+  return logical_not(x);
+}
 
 }  // namespace tapeflow

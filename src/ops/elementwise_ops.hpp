@@ -36,38 +36,135 @@ struct PredicateOp {
   }
 };
 
+struct Neg : UnaryOp {
+  static constexpr const char* name = "neg";
+  static constexpr int save = kSaveNothing;
+  Grads vjp(const VjpArgs& a) const;
+};
+struct Exp : UnaryOp {
+  static constexpr const char* name = "exp";
+  static constexpr int save = kSaveOutput;
+  Grads vjp(const VjpArgs& a) const;
+};
+struct Log : UnaryOp {
+  static constexpr const char* name = "log";
+  static constexpr int save = kSaveInputs;
+  Grads vjp(const VjpArgs& a) const;
+};
+struct Sqrt : UnaryOp {
+  static constexpr const char* name = "sqrt";
+  static constexpr int save = kSaveOutput;
+  Grads vjp(const VjpArgs& a) const;
+};
+struct Rsqrt : UnaryOp {
+  static constexpr const char* name = "rsqrt";
+  static constexpr int save = kSaveOutput;
+  Grads vjp(const VjpArgs& a) const;
+};
+struct Abs : UnaryOp {
+  static constexpr const char* name = "abs";
+  static constexpr int save = kSaveInputs;
+  Grads vjp(const VjpArgs& a) const;
+};
+struct Sign : UnaryOp {
+  static constexpr const char* name = "sign";
+  static constexpr int save = kSaveNothing;
+  Grads vjp(const VjpArgs& a) const;
+};
+struct Square : UnaryOp {
+  static constexpr const char* name = "square";
+  static constexpr int save = kSaveInputs;
+  Grads vjp(const VjpArgs& a) const;
+};
+struct Sin : UnaryOp {
+  static constexpr const char* name = "sin";
+  static constexpr int save = kSaveInputs;
+  Grads vjp(const VjpArgs& a) const;
+};
+struct Cos : UnaryOp {
+  static constexpr const char* name = "cos";
+  static constexpr int save = kSaveInputs;
+  Grads vjp(const VjpArgs& a) const;
+};
+struct Tanh : UnaryOp {
+  static constexpr const char* name = "tanh";
+  static constexpr int save = kSaveOutput;
+  Grads vjp(const VjpArgs& a) const;
+};
+struct Sigmoid : UnaryOp {
+  static constexpr const char* name = "sigmoid";
+  static constexpr int save = kSaveOutput;
+  Grads vjp(const VjpArgs& a) const;
+};
+struct Relu : UnaryOp {
+  static constexpr const char* name = "relu";
+  static constexpr int save = kSaveOutput;
+  Grads vjp(const VjpArgs& a) const;
+};
 
-struct Neg : UnaryOp { static constexpr const char* name = "neg"; static constexpr int save = kSaveNothing; Grads vjp(const VjpArgs& a) const; };
-struct Exp : UnaryOp { static constexpr const char* name = "exp"; static constexpr int save = kSaveOutput; Grads vjp(const VjpArgs& a) const; };
-struct Log : UnaryOp { static constexpr const char* name = "log"; static constexpr int save = kSaveInputs; Grads vjp(const VjpArgs& a) const; };
-struct Sqrt : UnaryOp { static constexpr const char* name = "sqrt"; static constexpr int save = kSaveOutput; Grads vjp(const VjpArgs& a) const; };
-struct Rsqrt : UnaryOp { static constexpr const char* name = "rsqrt"; static constexpr int save = kSaveOutput; Grads vjp(const VjpArgs& a) const; };
-struct Abs : UnaryOp { static constexpr const char* name = "abs"; static constexpr int save = kSaveInputs; Grads vjp(const VjpArgs& a) const; };
-struct Sign : UnaryOp { static constexpr const char* name = "sign"; static constexpr int save = kSaveNothing; Grads vjp(const VjpArgs& a) const; };
-struct Square : UnaryOp { static constexpr const char* name = "square"; static constexpr int save = kSaveInputs; Grads vjp(const VjpArgs& a) const; };
-struct Sin : UnaryOp { static constexpr const char* name = "sin"; static constexpr int save = kSaveInputs; Grads vjp(const VjpArgs& a) const; };
-struct Cos : UnaryOp { static constexpr const char* name = "cos"; static constexpr int save = kSaveInputs; Grads vjp(const VjpArgs& a) const; };
-struct Tanh : UnaryOp { static constexpr const char* name = "tanh"; static constexpr int save = kSaveOutput; Grads vjp(const VjpArgs& a) const; };
-struct Sigmoid : UnaryOp { static constexpr const char* name = "sigmoid"; static constexpr int save = kSaveOutput; Grads vjp(const VjpArgs& a) const; };
-struct Relu : UnaryOp { static constexpr const char* name = "relu"; static constexpr int save = kSaveOutput; Grads vjp(const VjpArgs& a) const; };
+struct Add : BinaryOp<Add> {
+  static constexpr const char* name = "add";
+  static constexpr int save = kSaveNothing;
+  Grads vjp(const VjpArgs& a) const;
+};
+struct Sub : BinaryOp<Sub> {
+  static constexpr const char* name = "sub";
+  static constexpr int save = kSaveNothing;
+  Grads vjp(const VjpArgs& a) const;
+};
+struct Mul : BinaryOp<Mul> {
+  static constexpr const char* name = "mul";
+  static constexpr int save = kSaveInputs;
+  Grads vjp(const VjpArgs& a) const;
+};
+struct Div : BinaryOp<Div> {
+  static constexpr const char* name = "div";
+  static constexpr int save = kSaveInputs;
+  Grads vjp(const VjpArgs& a) const;
+};
+struct Pow : BinaryOp<Pow> {
+  static constexpr const char* name = "pow";
+  static constexpr int save = kSaveInputs | kSaveOutput;
+  Grads vjp(const VjpArgs& a) const;
+};
+struct Minimum : BinaryOp<Minimum> {
+  static constexpr const char* name = "minimum";
+  static constexpr int save = kSaveInputs;
+  Grads vjp(const VjpArgs& a) const;
+};
+struct Maximum : BinaryOp<Maximum> {
+  static constexpr const char* name = "maximum";
+  static constexpr int save = kSaveInputs;
+  Grads vjp(const VjpArgs& a) const;
+};
 
-struct Add : BinaryOp<Add> { static constexpr const char* name = "add"; static constexpr int save = kSaveNothing; Grads vjp(const VjpArgs& a) const; };
-struct Sub : BinaryOp<Sub> { static constexpr const char* name = "sub"; static constexpr int save = kSaveNothing; Grads vjp(const VjpArgs& a) const; };
-struct Mul : BinaryOp<Mul> { static constexpr const char* name = "mul"; static constexpr int save = kSaveInputs; Grads vjp(const VjpArgs& a) const; };
-struct Div : BinaryOp<Div> { static constexpr const char* name = "div"; static constexpr int save = kSaveInputs; Grads vjp(const VjpArgs& a) const; };
-struct Pow : BinaryOp<Pow> { static constexpr const char* name = "pow"; static constexpr int save = kSaveInputs | kSaveOutput; Grads vjp(const VjpArgs& a) const; };
-struct Minimum : BinaryOp<Minimum> { static constexpr const char* name = "minimum"; static constexpr int save = kSaveInputs; Grads vjp(const VjpArgs& a) const; };
-struct Maximum : BinaryOp<Maximum> { static constexpr const char* name = "maximum"; static constexpr int save = kSaveInputs; Grads vjp(const VjpArgs& a) const; };
-
-struct Equal : PredicateOp<Equal> { static constexpr const char* name = "equal"; };
-struct NotEqual : PredicateOp<NotEqual> { static constexpr const char* name = "not_equal"; };
-struct Less : PredicateOp<Less> { static constexpr const char* name = "less"; };
-struct LessEqual : PredicateOp<LessEqual> { static constexpr const char* name = "less_equal"; };
-struct Greater : PredicateOp<Greater> { static constexpr const char* name = "greater"; };
-struct GreaterEqual : PredicateOp<GreaterEqual> { static constexpr const char* name = "greater_equal"; };
-struct LogicalAnd : PredicateOp<LogicalAnd> { static constexpr const char* name = "logical_and"; };
-struct LogicalOr : PredicateOp<LogicalOr> { static constexpr const char* name = "logical_or"; };
-struct LogicalNot : UnaryOp { static constexpr const char* name = "logical_not"; };
+struct Equal : PredicateOp<Equal> {
+  static constexpr const char* name = "equal";
+};
+struct NotEqual : PredicateOp<NotEqual> {
+  static constexpr const char* name = "not_equal";
+};
+struct Less : PredicateOp<Less> {
+  static constexpr const char* name = "less";
+};
+struct LessEqual : PredicateOp<LessEqual> {
+  static constexpr const char* name = "less_equal";
+};
+struct Greater : PredicateOp<Greater> {
+  static constexpr const char* name = "greater";
+};
+struct GreaterEqual : PredicateOp<GreaterEqual> {
+  static constexpr const char* name = "greater_equal";
+};
+struct LogicalAnd : PredicateOp<LogicalAnd> {
+  static constexpr const char* name = "logical_and";
+};
+struct LogicalOr : PredicateOp<LogicalOr> {
+  static constexpr const char* name = "logical_or";
+};
+struct LogicalNot : UnaryOp {
+  static constexpr const char* name = "logical_not";
+};
 
 /** where(cond, x, y): inputs cond (bool_), x, y of one dtype. */
 struct Where {

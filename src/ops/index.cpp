@@ -16,14 +16,16 @@ Tensor concat(const std::vector<Tensor>& tensors, int64_t axis) {
     if (t.dtype() != first.dtype())
       throw DTypeError("[concat] expected every tensor of dtype " +
                        std::string(dtype_name(first.dtype())) + ", got " +
-                       std::string(dtype_name(t.dtype())) + " at " + std::to_string(i));
+                       std::string(dtype_name(t.dtype())) + " at " +
+                       std::to_string(i));
     bool ok = t.rank() == first.rank();
     for (int64_t d = 0; ok && d < t.rank(); ++d)
       ok = d == a || t.shape()[d] == first.shape()[d];
     if (!ok)
-      throw ShapeError("[concat] expected shapes matching " + first.shape().str() +
-                       " except on axis " + std::to_string(axis) + ", got " +
-                       t.shape().str() + " at " + std::to_string(i));
+      throw ShapeError("[concat] expected shapes matching " +
+                       first.shape().str() + " except on axis " +
+                       std::to_string(axis) + ", got " + t.shape().str() +
+                       " at " + std::to_string(i));
   }
   if (tensors.size() == 1) return first;
   return tapeflow::apply(Concat{a}, Inputs(tensors.data(), tensors.size()));
@@ -46,9 +48,10 @@ Tensor gather(const Tensor& params, const Tensor& indices, int64_t axis) {
     throw DTypeError("[gather] expected int32 or int64 indices, got " +
                      std::string(dtype_name(indices.dtype())));
   if (params.rank() - 1 + indices.rank() > kMaxRank)
-    throw ShapeError("[gather] expected a result of rank <= " +
-                     std::to_string(kMaxRank) + ", got params " +
-                     params.shape().str() + " and indices " + indices.shape().str());
+    throw ShapeError(
+        "[gather] expected a result of rank <= " + std::to_string(kMaxRank) +
+        ", got params " + params.shape().str() + " and indices " +
+        indices.shape().str());
   return apply(Gather{a}, {params, indices});
 }
 TensorSpec Gather::infer(Inputs in) const {
@@ -60,7 +63,8 @@ TensorSpec Gather::infer(Inputs in) const {
   return {s, in[0].dtype()};
 }
 Grads Gather::vjp(const VjpArgs& a) const {
-  return {apply(GatherGrad{axis, a.input_shape(0)}, {a.x(1), a.grad}), Tensor()};
+  return {apply(GatherGrad{axis, a.input_shape(0)}, {a.x(1), a.grad}),
+          Tensor()};
 }
 Grads GatherGrad::vjp(const VjpArgs& a) const {
   return {Tensor(), gather(a.grad, a.x(0), axis)};
@@ -72,7 +76,8 @@ Tensor one_hot(const Tensor& indices, int64_t depth, double on_value,
     throw DTypeError("[one_hot] expected int32 or int64 indices, got " +
                      std::string(dtype_name(indices.dtype())));
   if (depth < 0)
-    throw ValueError("[one_hot] expected depth >= 0, got " + std::to_string(depth));
+    throw ValueError("[one_hot] expected depth >= 0, got " +
+                     std::to_string(depth));
   return apply(OneHot{depth, on_value, off_value, dtype}, {indices});
 }
 TensorSpec OneHot::infer(Inputs in) const {

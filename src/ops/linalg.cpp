@@ -1,7 +1,8 @@
 // Linear algebra: matmul, matrix_inverse, matrix_determinant.
+#include "tapeflow/ops/linalg.hpp"
+
 #include "core/apply.hpp"
 #include "ops/linalg_ops.hpp"
-#include "tapeflow/ops/linalg.hpp"
 #include "tapeflow/ops/math.hpp"
 #include "tapeflow/ops/shape.hpp"
 
@@ -24,7 +25,8 @@ Tensor t2(const Tensor& x) {
 
 void check_float(const Tensor& x, const char* op) {
   if (!is_floating(x.dtype()))
-    throw DTypeError(std::string("[") + op + "] expected float32 or float64, got " +
+    throw DTypeError(std::string("[") + op +
+                     "] expected float32 or float64, got " +
                      std::string(dtype_name(x.dtype())));
 }
 

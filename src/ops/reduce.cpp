@@ -1,4 +1,6 @@
 // Reductions: public functions and gradient rules.
+#include "tapeflow/ops/reduce.hpp"
+
 #include <algorithm>
 
 #include "core/apply.hpp"
@@ -6,12 +8,10 @@
 #include "ops/reduce_ops.hpp"
 #include "tapeflow/creation.hpp"
 #include "tapeflow/ops/math.hpp"
-#include "tapeflow/ops/reduce.hpp"
 #include "tapeflow/ops/shape.hpp"
 
 namespace tapeflow {
 namespace {
-
 
 Shape normalize_axes(const Axes& axes, int64_t rank, const char* op) {
   std::vector<int64_t> v;
@@ -104,7 +104,8 @@ Grads Prod::vjp(const VjpArgs& a) const {
   const Tensor zero = scalar_like(x, 0.0), one = scalar_like(x, 1.0);
   const Tensor is_zero = equal(x, zero);
   const Tensor x_safe = where(is_zero, one, x);
-  const Tensor zeros_count = sum(cast(is_zero, x.dtype()), axes.to_vector(), true);
+  const Tensor zeros_count =
+      sum(cast(is_zero, x.dtype()), axes.to_vector(), true);
   const Tensor others_nonzero = prod(x_safe, axes.to_vector(), true);
   const Tensor only_zero = logical_and(equal(zeros_count, one), is_zero);
   const Tensor d = where(equal(zeros_count, zero), y / x_safe,
@@ -115,12 +116,16 @@ Grads Prod::vjp(const VjpArgs& a) const {
 Tensor max(const Tensor& x, const Axes& axes, bool keepdims) {
   return reduce<Max>(x, axes, keepdims);
 }
-Grads Max::vjp(const VjpArgs& a) const { return extreme_vjp(*this, a); }
+Grads Max::vjp(const VjpArgs& a) const {
+  return extreme_vjp(*this, a);
+}
 
 Tensor min(const Tensor& x, const Axes& axes, bool keepdims) {
   return reduce<Min>(x, axes, keepdims);
 }
-Grads Min::vjp(const VjpArgs& a) const { return extreme_vjp(*this, a); }
+Grads Min::vjp(const VjpArgs& a) const {
+  return extreme_vjp(*this, a);
+}
 
 Tensor argmax(const Tensor& x, int64_t axis) {
   return apply(ArgMax{{normalize_axis(axis, x.rank(), "argmax")}}, {x});

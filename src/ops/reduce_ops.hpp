@@ -3,7 +3,8 @@
 
 namespace tapeflow {
 
-/** Reduction over sorted, distinct `axes` (normalized by the public function). */
+/** Reduction over sorted, distinct `axes` (normalized by the public function).
+ */
 struct ReduceOp {
   Shape axes;
   bool keepdims = false;

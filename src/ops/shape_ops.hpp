@@ -33,7 +33,8 @@ struct BroadcastTo {
   Grads vjp(const VjpArgs& a) const;
 };
 
-/** Zeros of `input_shape` with the gradient written at `begin` (slice's vjp). */
+/** Zeros of `input_shape` with the gradient written at `begin` (slice's vjp).
+ */
 struct SliceGrad {
   static constexpr const char* name = "slice_grad";
   static constexpr int save = kSaveNothing;

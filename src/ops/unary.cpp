@@ -19,51 +19,93 @@ Tensor numeric(const Tensor& x) {
 }
 }  // namespace
 
-Tensor neg(const Tensor& x) { return apply(Neg{}, {numeric(x)}); }
-Grads Neg::vjp(const VjpArgs& a) const { return {neg(a.grad)}; }
+Tensor neg(const Tensor& x) {
+  return apply(Neg{}, {numeric(x)});
+}
+Grads Neg::vjp(const VjpArgs& a) const {
+  return {neg(a.grad)};
+}
 
-Tensor exp(const Tensor& x) { return apply(Exp{}, {to_floating(x)}); }
-Grads Exp::vjp(const VjpArgs& a) const { return {a.grad * a.output}; }
+Tensor exp(const Tensor& x) {
+  return apply(Exp{}, {to_floating(x)});
+}
+Grads Exp::vjp(const VjpArgs& a) const {
+  return {a.grad * a.output};
+}
 
-Tensor log(const Tensor& x) { return apply(Log{}, {to_floating(x)}); }
-Grads Log::vjp(const VjpArgs& a) const { return {a.grad / a.x()}; }
+Tensor log(const Tensor& x) {
+  return apply(Log{}, {to_floating(x)});
+}
+Grads Log::vjp(const VjpArgs& a) const {
+  return {a.grad / a.x()};
+}
 
-Tensor sqrt(const Tensor& x) { return apply(Sqrt{}, {to_floating(x)}); }
+Tensor sqrt(const Tensor& x) {
+  return apply(Sqrt{}, {to_floating(x)});
+}
 Grads Sqrt::vjp(const VjpArgs& a) const {
   return {a.grad / (2.0 * a.output)};
 }
 
-Tensor rsqrt(const Tensor& x) { return apply(Rsqrt{}, {to_floating(x)}); }
+Tensor rsqrt(const Tensor& x) {
+  return apply(Rsqrt{}, {to_floating(x)});
+}
 Grads Rsqrt::vjp(const VjpArgs& a) const {
   return {-0.5 * a.grad * a.output * a.output * a.output};
 }
 
-Tensor abs(const Tensor& x) { return apply(Abs{}, {numeric(x)}); }
-Grads Abs::vjp(const VjpArgs& a) const { return {a.grad * sign(a.x())}; }
+Tensor abs(const Tensor& x) {
+  return apply(Abs{}, {numeric(x)});
+}
+Grads Abs::vjp(const VjpArgs& a) const {
+  return {a.grad * sign(a.x())};
+}
 
-Tensor sign(const Tensor& x) { return apply(Sign{}, {numeric(x)}); }
-Grads Sign::vjp(const VjpArgs& a) const { return {zeros_like(a.grad)}; }
+Tensor sign(const Tensor& x) {
+  return apply(Sign{}, {numeric(x)});
+}
+Grads Sign::vjp(const VjpArgs& a) const {
+  return {zeros_like(a.grad)};
+}
 
-Tensor square(const Tensor& x) { return apply(Square{}, {numeric(x)}); }
-Grads Square::vjp(const VjpArgs& a) const { return {2.0 * a.grad * a.x()}; }
+Tensor square(const Tensor& x) {
+  return apply(Square{}, {numeric(x)});
+}
+Grads Square::vjp(const VjpArgs& a) const {
+  return {2.0 * a.grad * a.x()};
+}
 
-Tensor sin(const Tensor& x) { return apply(Sin{}, {to_floating(x)}); }
-Grads Sin::vjp(const VjpArgs& a) const { return {a.grad * cos(a.x())}; }
+Tensor sin(const Tensor& x) {
+  return apply(Sin{}, {to_floating(x)});
+}
+Grads Sin::vjp(const VjpArgs& a) const {
+  return {a.grad * cos(a.x())};
+}
 
-Tensor cos(const Tensor& x) { return apply(Cos{}, {to_floating(x)}); }
-Grads Cos::vjp(const VjpArgs& a) const { return {-(a.grad * sin(a.x()))}; }
+Tensor cos(const Tensor& x) {
+  return apply(Cos{}, {to_floating(x)});
+}
+Grads Cos::vjp(const VjpArgs& a) const {
+  return {-(a.grad * sin(a.x()))};
+}
 
-Tensor tanh(const Tensor& x) { return apply(Tanh{}, {to_floating(x)}); }
+Tensor tanh(const Tensor& x) {
+  return apply(Tanh{}, {to_floating(x)});
+}
 Grads Tanh::vjp(const VjpArgs& a) const {
   return {a.grad * (1.0 - a.output * a.output)};
 }
 
-Tensor sigmoid(const Tensor& x) { return apply(Sigmoid{}, {to_floating(x)}); }
+Tensor sigmoid(const Tensor& x) {
+  return apply(Sigmoid{}, {to_floating(x)});
+}
 Grads Sigmoid::vjp(const VjpArgs& a) const {
   return {a.grad * a.output * (1.0 - a.output)};
 }
 
-Tensor relu(const Tensor& x) { return apply(Relu{}, {numeric(x)}); }
+Tensor relu(const Tensor& x) {
+  return apply(Relu{}, {numeric(x)});
+}
 Grads Relu::vjp(const VjpArgs& a) const {
   return {where(a.output > scalar_like(a.output, 0.0), a.grad,
                 scalar_like(a.grad, 0.0))};
@@ -99,7 +141,8 @@ void write_into(const Tensor& dst, const Tensor& src, const char* op) {
     throw DeviceError(std::string("[") + op + "] expected a value on " +
                       dst.device().str() + ", got " + src.device().str());
   ensure_backends_registered();
-  Kernel<Cast> k = KernelTable<Cast>::kernels[static_cast<int>(dst.device().type)];
+  Kernel<Cast> k =
+      KernelTable<Cast>::kernels[static_cast<int>(dst.device().type)];
   if (!k) throw_no_kernel(op, dst.device());
   NoGradGuard no_grad;
   Tensor out = dst;

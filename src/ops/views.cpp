@@ -22,7 +22,8 @@ Tensor reshape(const Tensor& x, const Shape& shape) {
   for (int64_t i = 0; i < s.size(); ++i) {
     if (s[i] == -1) {
       if (infer_at >= 0)
-        throw ShapeError("[reshape] expected at most one -1 extent, got " + shape.str());
+        throw ShapeError("[reshape] expected at most one -1 extent, got " +
+                         shape.str());
       infer_at = i;
     } else if (s[i] < 0) {
       throw ShapeError("[reshape] expected extents >= -1, got " + shape.str());
@@ -33,8 +34,9 @@ Tensor reshape(const Tensor& x, const Shape& shape) {
   if (infer_at >= 0 && known != 0 && x.numel() % known == 0)
     s[infer_at] = x.numel() / known;
   if (s.numel() != x.numel() || (infer_at >= 0 && known == 0))
-    throw ShapeError("[reshape] expected a shape with " + std::to_string(x.numel()) +
-                     " elements (input " + x.shape().str() + "), got " + shape.str());
+    throw ShapeError("[reshape] expected a shape with " +
+                     std::to_string(x.numel()) + " elements (input " +
+                     x.shape().str() + "), got " + shape.str());
   if (s == x.shape()) return x;
   return apply_view(Reshape{s}, x);
 }
@@ -89,9 +91,10 @@ Tensor slice(const Tensor& x, const std::vector<int64_t>& begin,
     const int64_t n = x.shape()[i];
     if (s[i] == -1) s[i] = n - b[i];
     if (b[i] < 0 || s[i] < 0 || b[i] + s[i] > n)
-      throw IndexError("[slice] expected begin + size within " + x.shape().str() +
-                       " on axis " + std::to_string(i) + ", got begin " +
-                       list_str(begin) + " size " + list_str(size));
+      throw IndexError("[slice] expected begin + size within " +
+                       x.shape().str() + " on axis " + std::to_string(i) +
+                       ", got begin " + list_str(begin) + " size " +
+                       list_str(size));
   }
   return apply_view(Slice{b, s}, x);
 }
@@ -111,7 +114,8 @@ Tensor broadcast_to(const Tensor& x, const Shape& shape) {
   const Shape b = broadcast_shapes(x.shape(), shape, "broadcast_to");
   if (!(b == shape))
     throw ShapeError("[broadcast_to] expected " + x.shape().str() +
-                     " to broadcast to " + shape.str() + ", got result " + b.str());
+                     " to broadcast to " + shape.str() + ", got result " +
+                     b.str());
   if (x.shape() == shape) return x;
   return apply_view(BroadcastTo{shape}, x);
 }
@@ -138,7 +142,8 @@ Tensor squeeze(const Tensor& x, const std::vector<int64_t>& axes) {
   }
   Shape s;
   for (int64_t i = 0; i < x.rank(); ++i)
-    if (!(axes.empty() ? x.shape()[i] == 1 : drop[i])) s.push_back(x.shape()[i]);
+    if (!(axes.empty() ? x.shape()[i] == 1 : drop[i]))
+      s.push_back(x.shape()[i]);
   return reshape(x, s);
 }
 
@@ -160,8 +165,8 @@ std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes,
   for (int64_t s : sizes) total += s;
   if (total != x.shape()[a])
     throw ShapeError("[split] expected sizes summing to " +
-                     std::to_string(x.shape()[a]) + " (axis " + std::to_string(axis) +
-                     "), got " + list_str(sizes));
+                     std::to_string(x.shape()[a]) + " (axis " +
+                     std::to_string(axis) + "), got " + list_str(sizes));
   std::vector<Tensor> parts;
   std::vector<int64_t> begin(x.rank(), 0), size = x.shape().to_vector();
   for (int64_t s : sizes) {
@@ -176,7 +181,8 @@ std::vector<Tensor> split(const Tensor& x, int64_t num, int64_t axis) {
   const int64_t a = normalize_axis(axis, x.rank(), "split");
   if (num <= 0 || x.shape()[a] % num != 0)
     throw ShapeError("[split] expected a part count dividing " +
-                     std::to_string(x.shape()[a]) + ", got " + std::to_string(num));
+                     std::to_string(x.shape()[a]) + ", got " +
+                     std::to_string(num));
   return split(x, std::vector<int64_t>(num, x.shape()[a] / num), a);
 }
 

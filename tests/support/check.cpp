@@ -19,7 +19,8 @@ std::string mismatch(const tpf::Tensor& a, const tpf::Tensor& b, double rtol,
     if (!(std::abs(va[i] - vb[i]) <= atol + rtol * std::abs(vb[i]))) {
       std::ostringstream os;
       os << "element " << i << ": " << va[i] << " vs " << vb[i] << "\n"
-         << a << "\n" << b;
+         << a << "\n"
+         << b;
       return os.str();
     }
   }

@@ -17,10 +17,10 @@ namespace testing {
 std::string mismatch(const tpf::Tensor& a, const tpf::Tensor& b,
                      double rtol = 1e-5, double atol = 1e-6);
 
-#define CHECK_CLOSE(a, b, ...)                                       \
-  do {                                                               \
+#define CHECK_CLOSE(a, b, ...)                                         \
+  do {                                                                 \
     const std::string why_ = ::testing::mismatch(a, b, ##__VA_ARGS__); \
-    CHECK_MESSAGE(why_.empty(), why_);                               \
+    CHECK_MESSAGE(why_.empty(), why_);                                 \
   } while (0)
 
 using Fn = std::function<tpf::Tensor(const std::vector<tpf::Tensor>&)>;
@@ -54,6 +54,7 @@ void run_op_case(const OpCase& c);
 tpf::Tensor strided_copy(const tpf::Tensor& x);
 
 /** Float64 tensor of `shape` with values uniform in [lo, hi). */
-tpf::Tensor uniform64(const tpf::Shape& shape, double lo = -1.0, double hi = 1.0);
+tpf::Tensor uniform64(const tpf::Shape& shape, double lo = -1.0,
+                      double hi = 1.0);
 
 }  // namespace testing

@@ -32,7 +32,9 @@ constexpr bool is_integral(DType t) {
  * bool < int32 < int64 < float32 < float64 (int64 with float32 gives float32,
  * as in PyTorch and JAX).
  */
-constexpr DType promote(DType a, DType b) { return a > b ? a : b; }
+constexpr DType promote(DType a, DType b) {
+  return a > b ? a : b;
+}
 
 /** The floating type an op like exp() computes in for dtype `t`. */
 constexpr DType floating_of(DType t) {
@@ -46,14 +48,24 @@ std::ostream& operator<<(std::ostream& os, DType t);
 template <class T>
 constexpr DType dtype_of();
 template <>
-constexpr DType dtype_of<bool>() { return DType::bool_; }
+constexpr DType dtype_of<bool>() {
+  return DType::bool_;
+}
 template <>
-constexpr DType dtype_of<int32_t>() { return DType::int32; }
+constexpr DType dtype_of<int32_t>() {
+  return DType::int32;
+}
 template <>
-constexpr DType dtype_of<int64_t>() { return DType::int64; }
+constexpr DType dtype_of<int64_t>() {
+  return DType::int64;
+}
 template <>
-constexpr DType dtype_of<float>() { return DType::float32; }
+constexpr DType dtype_of<float>() {
+  return DType::float32;
+}
 template <>
-constexpr DType dtype_of<double>() { return DType::float64; }
+constexpr DType dtype_of<double>() {
+  return DType::float64;
+}
 
 }  // namespace tapeflow

@@ -11,8 +11,8 @@ struct MemoryStats {
   size_t allocated_bytes = 0;  // handed out to live tensors now
   size_t cached_bytes = 0;     // freed by tensors, kept for reuse
   size_t peak_bytes = 0;
-  size_t num_allocs = 0;       // requests served, from the cache or fresh
-  size_t num_fresh = 0;        // requests that went to the system
+  size_t num_allocs = 0;  // requests served, from the cache or fresh
+  size_t num_fresh = 0;   // requests that went to the system
 };
 
 /** Memory for one device; implementations cache freed blocks. */

@@ -25,7 +25,8 @@ class Tensor {
   explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
 
   bool defined() const { return impl_ != nullptr; }
-  explicit operator bool() const = delete;  // use defined(); avoids a + b -> bool
+  explicit operator bool() const =
+      delete;  // use defined(); avoids a + b -> bool
 
   const Shape& shape() const { return checked().shape; }
   const Shape& strides() const { return checked().strides; }

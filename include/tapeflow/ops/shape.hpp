@@ -16,24 +16,28 @@ Tensor concat(const std::vector<Tensor>& tensors, int64_t axis);
 /** Splits into `num` equal parts along `axis`. */
 std::vector<Tensor> split(const Tensor& x, int64_t num, int64_t axis = 0);
 /** Splits into parts of the given sizes along `axis`. */
-std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int64_t axis = 0);
+std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes,
+                          int64_t axis = 0);
 /** x[begin : begin + size] per axis; size -1 means "to the end". */
-Tensor slice(const Tensor& x, const std::vector<int64_t>& begin, const std::vector<int64_t>& size);
+Tensor slice(const Tensor& x, const std::vector<int64_t>& begin,
+             const std::vector<int64_t>& size);
 /** Removes the given size-1 axes (all of them when empty). */
 Tensor squeeze(const Tensor& x, const std::vector<int64_t>& axes = {});
 /** Inserts a size-1 axis at `axis`. */
 Tensor expand_dims(const Tensor& x, int64_t axis);
 /** Broadcasts to `shape` without copying (stride 0). */
 Tensor broadcast_to(const Tensor& x, const Shape& shape);
-/** Float32 one-hot encoding along a new last axis; out-of-range -> zeros row. */
-Tensor one_hot(const Tensor& indices, int64_t depth, double on_value = 1.0, double off_value = 0.0,
-               DType dtype = float32);
+/** Float32 one-hot encoding along a new last axis; out-of-range -> zeros row.
+ */
+Tensor one_hot(const Tensor& indices, int64_t depth, double on_value = 1.0,
+               double off_value = 0.0, DType dtype = float32);
 /** Elements of `params` at `indices` along `axis` (indices range-checked). */
 Tensor gather(const Tensor& params, const Tensor& indices, int64_t axis = 0);
 /** Random permutation along axis 0 (repeatable under manual_seed). */
 Tensor shuffle(const Tensor& x);
 
 /** Shape of broadcasting a with b (NumPy rules), or ShapeError naming `op`. */
-Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op = "broadcast");
+Shape broadcast_shapes(const Shape& a, const Shape& b,
+                       const char* op = "broadcast");
 
 }  // namespace tapeflow

@@ -2,8 +2,8 @@
 // float64 through BLAS dgemm (oneDNN has no f64 matmul on CPU).
 #include <cblas.h>
 
-#include <dnnl.hpp>
 #include <array>
+#include <dnnl.hpp>
 #include <unordered_map>
 #include <vector>
 
@@ -20,10 +20,13 @@ bool plain_matrix(const Tensor& t) {
   const int64_t rows = t.shape()[r - 2], cols = t.shape()[r - 1];
   const int64_t s0 = t.strides()[r - 2], s1 = t.strides()[r - 1];
   return (s1 == 1 && s0 >= std::max<int64_t>(cols, 1)) ||
-         (s0 == 1 && s1 >= std::max<int64_t>(rows, 1)) || rows == 1 || cols == 1;
+         (s0 == 1 && s1 >= std::max<int64_t>(rows, 1)) || rows == 1 ||
+         cols == 1;
 }
 
-Tensor plain(const Tensor& t) { return plain_matrix(t) ? t : materialize(t); }
+Tensor plain(const Tensor& t) {
+  return plain_matrix(t) ? t : materialize(t);
+}
 
 /** Dims then strides of `t` padded to `rank` with broadcast (size-1) axes. */
 using Layout = std::array<int64_t, 2 * kMaxRank>;
@@ -50,10 +53,10 @@ Layout padded(const Tensor& t, int64_t rank) {
 }
 
 dnnl::memory::desc describe(const Layout& l, int64_t rank) {
-  return dnnl::memory::desc(dnnl::memory::dims(l.begin(), l.begin() + rank),
-                            dnnl::memory::data_type::f32,
-                            dnnl::memory::dims(l.begin() + kMaxRank,
-                                               l.begin() + kMaxRank + rank));
+  return dnnl::memory::desc(
+      dnnl::memory::dims(l.begin(), l.begin() + rank),
+      dnnl::memory::data_type::f32,
+      dnnl::memory::dims(l.begin() + kMaxRank, l.begin() + kMaxRank + rank));
 }
 
 dnnl::engine& engine() {
@@ -91,19 +94,25 @@ void matmul_f32(const Tensor& a, const Tensor& b, Tensor& out) {
   thread_local dnnl::stream stream(engine());
   auto it = cache.find(key);
   if (it == cache.end()) {
-    const auto amd = describe(key.layouts[0], rank), bmd = describe(key.layouts[1], rank),
+    const auto amd = describe(key.layouts[0], rank),
+               bmd = describe(key.layouts[1], rank),
                cmd = describe(key.layouts[2], rank);
-    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(amd, bmd, cmd), engine());
-    it = cache.emplace(key, Prepared{dnnl::matmul(pd), dnnl::memory(amd, engine(), nullptr),
-                                     dnnl::memory(bmd, engine(), nullptr),
-                                     dnnl::memory(cmd, engine(), nullptr)})
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(amd, bmd, cmd),
+                                    engine());
+    it = cache
+             .emplace(key, Prepared{dnnl::matmul(pd),
+                                    dnnl::memory(amd, engine(), nullptr),
+                                    dnnl::memory(bmd, engine(), nullptr),
+                                    dnnl::memory(cmd, engine(), nullptr)})
              .first;
   }
   Prepared& p = it->second;
   p.a.set_data_handle(a.raw_data());
   p.b.set_data_handle(b.raw_data());
   p.c.set_data_handle(out.raw_data());
-  p.primitive.execute(stream, {{DNNL_ARG_SRC, p.a}, {DNNL_ARG_WEIGHTS, p.b}, {DNNL_ARG_DST, p.c}});
+  p.primitive.execute(
+      stream,
+      {{DNNL_ARG_SRC, p.a}, {DNNL_ARG_WEIGHTS, p.b}, {DNNL_ARG_DST, p.c}});
   stream.wait();
 }
 
@@ -114,19 +123,23 @@ int64_t batch_offset(const Tensor& t, const Shape& out_batch, int64_t k) {
   for (int64_t i = out_batch.size() - 1; i >= 0; --i) {
     const int64_t idx = k % out_batch[i];
     k /= out_batch[i];
-    if (i >= lead && t.shape()[i - lead] != 1) off += idx * t.strides()[i - lead];
+    if (i >= lead && t.shape()[i - lead] != 1)
+      off += idx * t.strides()[i - lead];
   }
   return off;
 }
 
 void matmul_f64(const Tensor& a, const Tensor& b, Tensor& out) {
   const int64_t r = out.rank();
-  const int64_t M = out.shape()[r - 2], N = out.shape()[r - 1], K = a.shape()[a.rank() - 1];
+  const int64_t M = out.shape()[r - 2], N = out.shape()[r - 1],
+                K = a.shape()[a.rank() - 1];
   Shape batch;
   for (int64_t i = 0; i + 2 < r; ++i) batch.push_back(out.shape()[i]);
   const auto layout = [](const Tensor& t, int64_t cols) {
-    const int64_t s0 = t.strides()[t.rank() - 2], s1 = t.strides()[t.rank() - 1];
-    if (s1 == 1 && s0 >= std::max<int64_t>(cols, 1)) return std::pair{CblasNoTrans, s0};
+    const int64_t s0 = t.strides()[t.rank() - 2],
+                  s1 = t.strides()[t.rank() - 1];
+    if (s1 == 1 && s0 >= std::max<int64_t>(cols, 1))
+      return std::pair{CblasNoTrans, s0};
     if (s0 == 1) return std::pair{CblasTrans, std::max<int64_t>(s1, 1)};
     return std::pair{CblasNoTrans, std::max<int64_t>(cols, 1)};  // a single row
   };
@@ -136,8 +149,9 @@ void matmul_f64(const Tensor& a, const Tensor& b, Tensor& out) {
   const double* pb = static_cast<const double*>(b.raw_data());
   double* pc = static_cast<double*>(out.raw_data());
   for (int64_t k = 0; k < batch.numel(); ++k)
-    cblas_dgemm(CblasRowMajor, ta, tb, M, N, K, 1.0, pa + batch_offset(a, batch, k),
-                lda, pb + batch_offset(b, batch, k), ldb, 0.0, pc + k * M * N,
+    cblas_dgemm(CblasRowMajor, ta, tb, M, N, K, 1.0,
+                pa + batch_offset(a, batch, k), lda,
+                pb + batch_offset(b, batch, k), ldb, 0.0, pc + k * M * N,
                 std::max<int64_t>(N, 1));
 }
 
@@ -145,7 +159,8 @@ void matmul(const MatMul&, Inputs in, Tensor& out) {
   if (out.numel() == 0) return;
   const Tensor a = plain(in[0]), b = plain(in[1]);
   if (a.shape()[a.rank() - 1] == 0) {
-    std::fill_n(static_cast<char*>(out.raw_data()), out.numel() * itemsize(out.dtype()), 0);
+    std::fill_n(static_cast<char*>(out.raw_data()),
+                out.numel() * itemsize(out.dtype()), 0);
     return;
   }
   if (out.dtype() == float32)
