@@ -175,13 +175,12 @@ void reduce_kernel(const ReduceOp& op, const Tensor& input, Tensor& out) {
     return;
   }
   // Kept axes are contiguous: accumulate whole rows of K outputs.
-  const int64_t kept_base = 0;
   parallel_for(
       K, std::max<int64_t>(64, kParallelGrain / std::max<int64_t>(N, 1)),
       [&](int64_t b, int64_t e) {
         std::fill(o + b, o + e, R::identity());
         for_each_offset(s.red_shape, s.red_strides, [&](int64_t, int64_t off) {
-          combine_row<T, R>(o + b, in + kept_base + off + b, e - b);
+          combine_row<T, R>(o + b, in + off + b, e - b);
         });
       });
 }
