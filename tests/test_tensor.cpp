@@ -87,12 +87,17 @@ TEST_CASE("the CPU allocator caches freed blocks and counts bytes") {
   CHECK(tpf::memory_stats().cached_bytes == 0);
 }
 
-TEST_CASE(
-    "devices: mixing or asking for one without a backend is a DeviceError") {
+TEST_CASE("devices: one without a backend or past the count is a DeviceError") {
   CHECK(tpf::ones({2}).device() == tpf::Device::cpu());
-  CHECK_THROWS_AS(tpf::ones({2}).to(tpf::Device::cuda(0)), tpf::DeviceError);
-  CHECK_THROWS_AS(tpf::zeros({2}, tpf::float32, tpf::Device::cuda(0)),
+  CHECK_THROWS_AS(tpf::ones({2}).to(tpf::Device::cuda(63)), tpf::DeviceError);
+  CHECK_THROWS_AS(tpf::zeros({2}, tpf::float32, tpf::Device::cuda(63)),
                   tpf::DeviceError);
+  try {
+    (void)tpf::ones({2}).to(tpf::Device::cuda(63));
+  } catch (const tpf::DeviceError& e) {
+    CHECK(std::string(e.what()).rfind("[to]", 0) == 0);
+    CHECK(std::string(e.what()).find("cuda:63") != std::string::npos);
+  }
   CHECK(tpf::Device::cuda(1).str() == "cuda:1");
 }
 

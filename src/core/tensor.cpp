@@ -142,6 +142,7 @@ Tensor strided_to_host(const Tensor& x) {
 }  // namespace
 
 Tensor ToDevice::view(const Tensor& x) const {
+  if (!device.is_cpu()) checked_backend(device, name);  // errors name "to"
   Tensor src = x;
   if (x.numel() > 0 && !x.is_contiguous() && !x.device().is_cpu())
     src = strided_to_host(x);

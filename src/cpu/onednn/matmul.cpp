@@ -1,6 +1,7 @@
 // matmul: float32 through oneDNN (primitives cached by shapes and strides),
 // float64 through BLAS dgemm (oneDNN has no f64 matmul on CPU).
 #include <cblas.h>
+#include <omp.h>
 
 #include <array>
 #include <dnnl.hpp>
@@ -106,6 +107,9 @@ void matmul_f32(const Tensor& a, const Tensor& b, Tensor& out) {
                                     dnnl::memory(cmd, engine(), nullptr)})
              .first;
   }
+  // oneDNN reads the calling thread's OpenMP setting, which
+  // set_intra_op_threads made on another thread may not have reached.
+  if (omp_get_max_threads() != key.threads) omp_set_num_threads(key.threads);
   Prepared& p = it->second;
   p.a.set_data_handle(a.raw_data());
   p.b.set_data_handle(b.raw_data());
