@@ -160,6 +160,9 @@ void register_elementwise(Registry& r) {
   r.set<Tanh>(gpu, floating_unary<Tanh, TanhF>, "cuda");
   r.set<Sigmoid>(gpu, floating_unary<Sigmoid, SigmoidF>, "cuda");
   r.set<Relu>(gpu, numeric_unary<Relu, ReluF>, "cuda");
+  r.set<Expm1>(gpu, floating_unary<Expm1, Expm1F>, "cuda");
+  r.set<Log1p>(gpu, floating_unary<Log1p, Log1pF>, "cuda");
+  r.set<Erf>(gpu, floating_unary<Erf, ErfF>, "cuda");
   r.set<LogicalNot>(gpu, logical_not, "cuda");
   r.set<Add>(gpu, arithmetic<Add, AddF>, "cuda");
   r.set<Sub>(gpu, arithmetic<Sub, SubF>, "cuda");

@@ -77,6 +77,24 @@ struct SigmoidF {
     return T(1) / (T(1) + exp(-a));
   }
 };
+struct Expm1F {
+  template <class T>
+  __device__ T operator()(T a) const {
+    return expm1(a);
+  }
+};
+struct Log1pF {
+  template <class T>
+  __device__ T operator()(T a) const {
+    return log1p(a);
+  }
+};
+struct ErfF {
+  template <class T>
+  __device__ T operator()(T a) const {
+    return erf(a);
+  }
+};
 struct ReluF {
   template <class T>
   __device__ T operator()(T a) const {

@@ -47,6 +47,11 @@ TEST_CASE("elementwise kernels match the CPU" * doctest::skip(!has_gpu())) {
     const auto col = testing::uniform64({4, 1}).cast(dtype);
     check_parity("exp", [](const Ts& v) { return tpf::exp(v[0]); }, {x});
     check_parity("log", [](const Ts& v) { return tpf::log(v[0]); }, {p});
+    check_parity("expm1 log1p erf",
+                 [](const Ts& v) {
+                   return tpf::expm1(v[0]) + tpf::log1p(v[1]) + tpf::erf(v[0]);
+                 },
+                 {x, p});
     check_parity("sqrt rsqrt",
                  [](const Ts& v) { return tpf::sqrt(v[0]) + tpf::rsqrt(v[0]); },
                  {p});

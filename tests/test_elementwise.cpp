@@ -68,6 +68,12 @@ TEST_CASE("unary ops: forward, strided, float32 and gradcheck") {
           [](double v) { return 1 / (1 + std::exp(-v)); }, x23()),
       unary(
           "relu", tpf::relu, [](double v) { return v > 0 ? v : 0.0; }, x23()),
+      unary(
+          "expm1", tpf::expm1, [](double v) { return std::expm1(v); }, x23()),
+      unary(
+          "log1p", tpf::log1p, [](double v) { return std::log1p(v); }, pos23()),
+      unary(
+          "erf", tpf::erf, [](double v) { return std::erf(v); }, x23()),
   };
   for (const auto& c : cases) testing::run_op_case(c);
 }

@@ -9,6 +9,8 @@
 #include "tapeflow/core/tensor.hpp"
 #include "tapeflow/creation.hpp"
 #include "tapeflow/memory.hpp"
+#include "tapeflow/nn/activations.hpp"
+#include "tapeflow/nn/losses.hpp"
 #include "tapeflow/ops/linalg.hpp"
 #include "tapeflow/ops/math.hpp"
 #include "tapeflow/ops/reduce.hpp"

@@ -78,6 +78,24 @@ struct SigmoidF {
     return T(1) / (T(1) + xsimd::exp(-a));
   }
 };
+struct Expm1F {
+  template <class T>
+  T operator()(const T& a) const {
+    return xsimd::expm1(a);
+  }
+};
+struct Log1pF {
+  template <class T>
+  T operator()(const T& a) const {
+    return xsimd::log1p(a);
+  }
+};
+struct ErfF {
+  template <class T>
+  T operator()(const T& a) const {
+    return xsimd::erf(a);
+  }
+};
 struct ReluF {
   template <class T>
   T operator()(const T& a) const {

@@ -41,6 +41,9 @@ void register_unary(Registry& r) {
   r.set<Tanh>(cpu, floating<Tanh, TanhF>, "xsimd");
   r.set<Sigmoid>(cpu, floating<Sigmoid, SigmoidF>, "xsimd");
   r.set<Relu>(cpu, numeric<Relu, ReluF>, "xsimd");
+  r.set<Expm1>(cpu, floating<Expm1, Expm1F>, "xsimd");
+  r.set<Log1p>(cpu, floating<Log1p, Log1pF>, "xsimd");
+  r.set<Erf>(cpu, floating<Erf, ErfF>, "xsimd");
   r.set<LogicalNot>(cpu, logical_not, "xsimd");
 }
 

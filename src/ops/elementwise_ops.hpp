@@ -96,6 +96,21 @@ struct Sigmoid : UnaryOp {
   static constexpr int save = kSaveOutput;
   Grads vjp(const VjpArgs& a) const;
 };
+struct Expm1 : UnaryOp {
+  static constexpr const char* name = "expm1";
+  static constexpr int save = kSaveOutput;
+  Grads vjp(const VjpArgs& a) const;
+};
+struct Log1p : UnaryOp {
+  static constexpr const char* name = "log1p";
+  static constexpr int save = kSaveInputs;
+  Grads vjp(const VjpArgs& a) const;
+};
+struct Erf : UnaryOp {
+  static constexpr const char* name = "erf";
+  static constexpr int save = kSaveInputs;
+  Grads vjp(const VjpArgs& a) const;
+};
 struct Relu : UnaryOp {
   static constexpr const char* name = "relu";
   static constexpr int save = kSaveOutput;

@@ -103,6 +103,28 @@ Grads Sigmoid::vjp(const VjpArgs& a) const {
   return {a.grad * a.output * (1.0 - a.output)};
 }
 
+Tensor expm1(const Tensor& x) {
+  return apply(Expm1{}, {to_floating(x)});
+}
+Grads Expm1::vjp(const VjpArgs& a) const {
+  return {a.grad * (a.output + 1.0)};
+}
+
+Tensor log1p(const Tensor& x) {
+  return apply(Log1p{}, {to_floating(x)});
+}
+Grads Log1p::vjp(const VjpArgs& a) const {
+  return {a.grad / (a.x() + 1.0)};
+}
+
+Tensor erf(const Tensor& x) {
+  return apply(Erf{}, {to_floating(x)});
+}
+Grads Erf::vjp(const VjpArgs& a) const {
+  // d/dx erf(x) = 2 / sqrt(pi) * exp(-x^2)
+  return {a.grad * 1.1283791670955126 * exp(-square(a.x()))};
+}
+
 Tensor relu(const Tensor& x) {
   return apply(Relu{}, {numeric(x)});
 }

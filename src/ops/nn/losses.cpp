@@ -1,0 +1,83 @@
+// Losses: composites of the math ops, in TensorFlow's stable formulations.
+#include "tapeflow/nn/losses.hpp"
+
+#include "ops/axes.hpp"
+#include "tapeflow/nn/activations.hpp"
+#include "tapeflow/ops/math.hpp"
+#include "tapeflow/ops/reduce.hpp"
+#include "tapeflow/ops/shape.hpp"
+
+namespace tapeflow::nn {
+namespace {
+
+void check_same_shape(const Tensor& labels, const Tensor& logits,
+                      const char* op) {
+  if (!(labels.shape() == logits.shape()))
+    throw ShapeError(std::string("[") + op + "] expected labels of shape " +
+                     logits.shape().str() + " (the logits'), got " +
+                     labels.shape().str());
+}
+
+}  // namespace
+
+Tensor sigmoid_cross_entropy_with_logits(const Tensor& labels,
+                                         const Tensor& logits) {
+  check_same_shape(labels, logits, "sigmoid_cross_entropy_with_logits");
+  const Tensor z = labels.cast(logits.dtype());
+  return maximum(logits, scalar_like(logits, 0.0)) - logits * z +
+         log1p(exp(-abs(logits)));
+}
+
+Tensor softmax_cross_entropy_with_logits(const Tensor& labels,
+                                         const Tensor& logits, int64_t axis) {
+  check_same_shape(labels, logits, "softmax_cross_entropy_with_logits");
+  const int64_t a =
+      normalize_axis(axis, logits.rank(), "softmax_cross_entropy_with_logits");
+  return -sum(labels.cast(logits.dtype()) * log_softmax(logits, a), {a});
+}
+
+Tensor sparse_softmax_cross_entropy_with_logits(const Tensor& labels,
+                                                const Tensor& logits) {
+  constexpr const char* op = "sparse_softmax_cross_entropy_with_logits";
+  if (!is_integral(labels.dtype()))
+    throw DTypeError(std::string("[") + op +
+                     "] expected int32 or int64 labels, got " +
+                     std::string(dtype_name(labels.dtype())));
+  if (logits.rank() < 1 || labels.rank() != logits.rank() - 1)
+    throw ShapeError(std::string("[") + op + "] expected labels of rank " +
+                     std::to_string(logits.rank() - 1) + " for logits " +
+                     logits.shape().str() + ", got " + labels.shape().str());
+  for (int64_t i = 0; i < labels.rank(); ++i)
+    if (labels.shape()[i] != logits.shape()[i])
+      throw ShapeError(std::string("[") + op + "] expected labels of shape " +
+                       labels.shape().str() + " to match logits " +
+                       logits.shape().str() + " on the leading axes");
+  const int64_t classes = logits.shape()[logits.rank() - 1];
+  if (labels.numel() > 0) {
+    const int64_t lo = min(labels).item<int64_t>(),
+                  hi = max(labels).item<int64_t>();
+    if (lo < 0 || hi >= classes)
+      throw IndexError(std::string("[") + op + "] expected labels in [0, " +
+                       std::to_string(classes) + "), got " +
+                       std::to_string(lo < 0 ? lo : hi));
+  }
+  const Tensor picked = one_hot(labels, classes, 1.0, 0.0, logits.dtype());
+  return -sum(picked * log_softmax(logits, -1), {-1});
+}
+
+Tensor l2_loss(const Tensor& t) {
+  return sum(square(t)) * 0.5;
+}
+
+Tensor mean_squared_error(const Tensor& labels, const Tensor& predictions) {
+  check_same_shape(labels, predictions, "mean_squared_error");
+  return mean(square(labels.cast(predictions.dtype()) - predictions), {-1});
+}
+
+Tensor hinge_loss(const Tensor& labels, const Tensor& logits) {
+  check_same_shape(labels, logits, "hinge_loss");
+  const Tensor sign = 2.0 * labels.cast(logits.dtype()) - 1.0;
+  return tapeflow::relu(1.0 - sign * logits);
+}
+
+}  // namespace tapeflow::nn

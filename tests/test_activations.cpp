@@ -1,0 +1,193 @@
+// Activations and losses: forward against host formulas, gradcheck,
+// stability at extreme logits, label checks.
+#include <cmath>
+
+#include "support/check.hpp"
+
+using testing::OpCase;
+using Ts = std::vector<tpf::Tensor>;
+namespace nn = tpf::nn;
+
+namespace {
+
+tpf::Tensor x23() {
+  return tpf::tensor({{0.5, -1.25, 2.0}, {1.5, 0.25, -0.75}});
+}
+
+tpf::Tensor map1(const tpf::Tensor& x, double (*ref)(double)) {
+  auto v = x.to_vector<double>();
+  for (auto& e : v) e = ref(e);
+  return tpf::from_vector(v, x.shape());
+}
+
+OpCase act(const char* name, tpf::Tensor (*f)(const tpf::Tensor&),
+           double (*ref)(double)) {
+  return {
+      name, [f](const Ts& in) { return f(in[0]); }, {x23()}, map1(x23(), ref)};
+}
+
+double elu1(double v) {
+  return v > 0 ? v : std::expm1(v);
+}
+
+}  // namespace
+
+TEST_CASE("activations: forward, strided, float32 and gradcheck") {
+  const std::vector<OpCase> cases = {
+      act("relu6", nn::relu6,
+          [](double v) { return std::min(std::max(v, 0.0), 6.0); }),
+      act(
+          "elu", [](const tpf::Tensor& x) { return nn::elu(x); }, elu1),
+      act("selu", nn::selu,
+          [](double v) {
+            return 1.0507009873554805 *
+                   (v > 0 ? v : 1.6732632423543772 * std::expm1(v));
+          }),
+      act("softplus", nn::softplus,
+          [](double v) { return std::log1p(std::exp(v)); }),
+      act("softsign", nn::softsign,
+          [](double v) { return v / (1 + std::abs(v)); }),
+      act(
+          "leaky_relu", [](const tpf::Tensor& x) { return nn::leaky_relu(x); },
+          [](double v) { return v > 0 ? v : 0.2 * v; }),
+      act(
+          "gelu", [](const tpf::Tensor& x) { return nn::gelu(x); },
+          [](double v) {
+            return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0)));
+          }),
+      act(
+          "gelu_tanh", [](const tpf::Tensor& x) { return nn::gelu(x, true); },
+          [](double v) {
+            return 0.5 * v *
+                   (1 + std::tanh(std::sqrt(2 / M_PI) *
+                                  (v + 0.044715 * v * v * v)));
+          }),
+      {"crelu",
+       [](const Ts& in) { return nn::crelu(in[0]); },
+       {x23()},
+       tpf::tensor({{0.5, 0.0, 2.0, 0.0, 1.25, 0.0},
+                    {1.5, 0.25, 0.0, 0.0, 0.0, 0.75}})},
+      {"bias_add",
+       [](const Ts& in) { return nn::bias_add(in[0], in[1]); },
+       {x23(), tpf::tensor({1.0, 2.0, 3.0})},
+       tpf::tensor({{1.5, 0.75, 5.0}, {2.5, 2.25, 2.25}})},
+      {"softmax",
+       [](const Ts& in) { return nn::softmax(in[0]); },
+       {x23()},
+       tpf::Tensor()},
+      {"log_softmax_axis0",
+       [](const Ts& in) { return nn::log_softmax(in[0], 0); },
+       {x23()},
+       tpf::Tensor()},
+  };
+  for (const auto& c : cases) testing::run_op_case(c);
+}
+
+TEST_CASE("softmax and log_softmax match the formula and survive +-1e4") {
+  const auto x = x23();
+  const auto v = x.to_vector<double>();
+  std::vector<double> want(6);
+  for (int r = 0; r < 2; ++r) {
+    double z = 0;
+    for (int c = 0; c < 3; ++c) z += std::exp(v[r * 3 + c]);
+    for (int c = 0; c < 3; ++c) want[r * 3 + c] = std::exp(v[r * 3 + c]) / z;
+  }
+  CHECK_CLOSE(nn::softmax(x), tpf::from_vector(want, {2, 3}));
+  CHECK_CLOSE(tpf::exp(nn::log_softmax(x)), tpf::from_vector(want, {2, 3}));
+
+  const auto extreme = tpf::tensor({{1e4f, 0.f, -1e4f}});
+  CHECK_CLOSE(nn::softmax(extreme), tpf::tensor({{1.f, 0.f, 0.f}}));
+  CHECK_CLOSE(nn::log_softmax(extreme), tpf::tensor({{0.f, -1e4f, -2e4f}}));
+  tpf::GradientTape tape;
+  tape.watch(extreme);
+  const auto loss = nn::softmax_cross_entropy_with_logits(
+      tpf::tensor({{0.f, 1.f, 0.f}}), extreme);
+  CHECK(loss.item<float>() == doctest::Approx(1e4));
+  CHECK_CLOSE(tape.gradient(loss, {extreme})[0],
+              tpf::tensor({{1.f, -1.f, 0.f}}));
+  CHECK_CLOSE(nn::softplus(tpf::tensor({1e4, -1e4})), tpf::tensor({1e4, 0.0}));
+  CHECK_CLOSE(nn::elu(tpf::tensor({1e4})), tpf::tensor({1e4}));
+}
+
+TEST_CASE("losses: forward against formulas and gradcheck") {
+  const auto logits = x23();
+  const auto probs = tpf::tensor({{0.2, 0.3, 0.5}, {1.0, 0.0, 0.0}});
+  const auto binary = tpf::tensor({{1.0, 0.0, 1.0}, {0.0, 1.0, 1.0}});
+  const auto lv = logits.to_vector<double>(), bv = binary.to_vector<double>();
+  std::vector<double> sig(6), hinge(6);
+  for (int i = 0; i < 6; ++i) {
+    const double p = 1 / (1 + std::exp(-lv[i]));
+    sig[i] = -(bv[i] * std::log(p) + (1 - bv[i]) * std::log(1 - p));
+    hinge[i] = std::max(0.0, 1 - (2 * bv[i] - 1) * lv[i]);
+  }
+  const auto lsm = nn::log_softmax(logits).to_vector<double>();
+  const auto pv = probs.to_vector<double>();
+  std::vector<double> xent(2, 0.0), sparse = {-lsm[2], -lsm[4]};
+  for (int i = 0; i < 6; ++i) xent[i / 3] -= pv[i] * lsm[i];
+  const std::vector<OpCase> cases = {
+      {"sigmoid_xent",
+       [&](const Ts& in) {
+         return nn::sigmoid_cross_entropy_with_logits(binary, in[0]);
+       },
+       {logits},
+       tpf::from_vector(sig, {2, 3})},
+      {"softmax_xent",
+       [&](const Ts& in) {
+         return nn::softmax_cross_entropy_with_logits(probs, in[0]);
+       },
+       {logits},
+       tpf::from_vector(xent, {2})},
+      {"sparse_xent",
+       [](const Ts& in) {
+         return nn::sparse_softmax_cross_entropy_with_logits(
+             tpf::tensor({2, 1}), in[0]);
+       },
+       {logits},
+       tpf::from_vector(sparse, {2})},
+      {"l2_loss",
+       [](const Ts& in) { return nn::l2_loss(in[0]); },
+       {logits},
+       tpf::scalar((0.25 + 1.5625 + 4 + 2.25 + 0.0625 + 0.5625) / 2,
+                   tpf::float64)},
+      {"mse",
+       [&](const Ts& in) { return nn::mean_squared_error(binary, in[0]); },
+       {logits},
+       tpf::tensor({(0.25 + 1.5625 + 1.0) / 3, (2.25 + 0.5625 + 3.0625) / 3})},
+      {"hinge",
+       [&](const Ts& in) { return nn::hinge_loss(binary, in[0]); },
+       {logits},
+       tpf::from_vector(hinge, {2, 3})},
+  };
+  for (const auto& c : cases) testing::run_op_case(c);
+}
+
+TEST_CASE("loss and activation errors name the op") {
+  const auto logits = tpf::ones({2, 3});
+  CHECK_THROWS_AS(
+      nn::sparse_softmax_cross_entropy_with_logits(tpf::tensor({0, 3}), logits),
+      tpf::IndexError);
+  CHECK_THROWS_AS(nn::sparse_softmax_cross_entropy_with_logits(
+                      tpf::tensor({0, -1}), logits),
+                  tpf::IndexError);
+  CHECK_THROWS_AS(nn::sparse_softmax_cross_entropy_with_logits(
+                      tpf::tensor({0.5, 1.0}), logits),
+                  tpf::DTypeError);
+  CHECK_THROWS_AS(nn::sparse_softmax_cross_entropy_with_logits(
+                      tpf::tensor({0, 1, 2}), logits),
+                  tpf::ShapeError);
+  CHECK_THROWS_AS(
+      nn::softmax_cross_entropy_with_logits(tpf::ones({2, 2}), logits),
+      tpf::ShapeError);
+  CHECK_THROWS_AS(nn::bias_add(logits, tpf::ones({2})), tpf::ShapeError);
+  CHECK_THROWS_AS(nn::bias_add(logits, tpf::ones({3}), "NCWH"),
+                  tpf::ValueError);
+  CHECK_THROWS_AS(nn::softmax(logits, 2), tpf::IndexError);
+  try {
+    (void)nn::sparse_softmax_cross_entropy_with_logits(tpf::tensor({0, 3}),
+                                                       logits);
+  } catch (const tpf::IndexError& e) {
+    const std::string msg = e.what();
+    CHECK(msg.rfind("[sparse_softmax_cross_entropy_with_logits]", 0) == 0);
+    CHECK(msg.find("[0, 3)") != std::string::npos);
+  }
+}
