@@ -62,6 +62,8 @@ void tf_overhead_add_new_tape(benchmark::State& state);
 void tf_overhead_chain(benchmark::State& state);
 void tf_elementwise(benchmark::State& state, EwOp op, int64_t n);
 void tf_sum(benchmark::State& state, int64_t n);
+/** Sparse softmax cross-entropy, forward + gradient wrt the logits. */
+void tf_softmax_xent(benchmark::State& state, int64_t batch, int64_t classes);
 void tf_matmul(benchmark::State& state, int64_t n);
 /** STREAM-style OpenMP loop over preallocated arrays (bench_stream.cpp). */
 void stream_elementwise(benchmark::State& state, EwOp op, int64_t n);
@@ -79,6 +81,7 @@ void overhead_add_taped(benchmark::State& state);
 void overhead_chain(benchmark::State& state);
 void elementwise(benchmark::State& state, EwOp op, int64_t n);
 void sum(benchmark::State& state, int64_t n);
+void softmax_xent(benchmark::State& state, int64_t batch, int64_t classes);
 void matmul(benchmark::State& state, int64_t n);
 }  // namespace torch_peer
 

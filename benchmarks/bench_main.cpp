@@ -94,6 +94,11 @@ void register_all() {
   reg("sum_16M/tapeflow", kMicrosecond, tf_sum, int64_t{1} << 24);
   if constexpr (kTorch)
     reg("sum_16M/libtorch", kMicrosecond, torch_peer::sum, int64_t{1} << 24);
+  reg("softmax_xent_1024x1000/tapeflow", kMicrosecond, tf_softmax_xent,
+      int64_t{1024}, int64_t{1000});
+  if constexpr (kTorch)
+    reg("softmax_xent_1024x1000/libtorch", kMicrosecond,
+        torch_peer::softmax_xent, int64_t{1024}, int64_t{1000});
 
   for (int64_t n : {256, 512, 1024, 2048}) {
     const std::string name = "matmul_" + std::to_string(n);

@@ -82,4 +82,18 @@ void matmul(benchmark::State& state, int64_t n) {
   set_matmul_flops(state, n);
 }
 
+void softmax_xent(benchmark::State& state, int64_t batch, int64_t classes) {
+  torch::manual_seed(42);
+  const torch::Tensor logits =
+      torch::randn({batch, classes}, torch::kFloat32).requires_grad_(true);
+  const torch::Tensor labels =
+      torch::randint(0, classes, {batch}, torch::kInt64);
+  for (auto _ : state) {
+    const torch::Tensor loss =
+        torch::nn::functional::cross_entropy(logits, labels);
+    const auto g = torch::autograd::grad({loss}, {logits});
+    benchmark::DoNotOptimize(g[0]);
+  }
+}
+
 }  // namespace tfbench::torch_peer
