@@ -1,12 +1,10 @@
 // The CUDA device backend: a caching allocator per GPU and host copies.
-#include <array>
 #include <memory>
-#include <mutex>
 #include <vector>
 
 #include "check.hpp"
+#include "core/block_cache.hpp"
 #include "core/registry.hpp"
-#include "core/size_class.hpp"
 
 namespace tapeflow::cuda {
 namespace {
@@ -18,64 +16,36 @@ class CudaAllocator final : public Allocator {
 
   void* allocate(size_t nbytes) override {
     const SizeClass cls = size_class(nbytes);
-    {
-      std::lock_guard lock(mu_);
-      ++stats_.num_allocs;
-      auto& blocks = free_[cls.index];
-      if (!blocks.empty()) {
-        void* p = blocks.back();
-        blocks.pop_back();
-        stats_.cached_bytes -= cls.bytes;
-        note_allocated(cls.bytes);
-        return p;
-      }
-      ++stats_.num_fresh;
-    }
+    if (void* p = cache_.take(cls)) return p;
     TAPEFLOW_CUDA_CHECK(cudaSetDevice(device_));
     void* p = nullptr;
     if (cudaMalloc(&p, cls.bytes) != cudaSuccess) {
       cudaGetLastError();  // clear, release the cache and try once more
       empty_cache();
-      TAPEFLOW_CUDA_CHECK(cudaMalloc(&p, cls.bytes));
+      if (cudaMalloc(&p, cls.bytes) != cudaSuccess) {
+        cudaGetLastError();
+        cache_.cancel(cls);
+        const MemoryStats s = cache_.stats();
+        throw DeviceError("[allocate] expected " + std::to_string(cls.bytes) +
+                          " bytes on cuda:" + std::to_string(device_) +
+                          ", got out of memory (" +
+                          std::to_string(s.allocated_bytes) + " bytes in use)");
+      }
     }
-    std::lock_guard lock(mu_);
-    note_allocated(cls.bytes);
     return p;
   }
-
   void deallocate(void* p, size_t nbytes) override {
-    const SizeClass cls = size_class(nbytes);
-    std::lock_guard lock(mu_);
-    free_[cls.index].push_back(p);
-    stats_.allocated_bytes -= cls.bytes;
-    stats_.cached_bytes += cls.bytes;
+    cache_.put(p, size_class(nbytes));
   }
-
-  MemoryStats stats() const override {
-    std::lock_guard lock(mu_);
-    return stats_;
-  }
-
+  MemoryStats stats() const override { return cache_.stats(); }
   void empty_cache() override {
-    std::lock_guard lock(mu_);
     cudaSetDevice(device_);
-    for (auto& blocks : free_) {
-      for (void* p : blocks) cudaFree(p);
-      blocks.clear();
-    }
-    stats_.cached_bytes = 0;
+    cache_.drain([](void* p) { cudaFree(p); });
   }
 
  private:
-  void note_allocated(size_t bytes) {
-    stats_.allocated_bytes += bytes;
-    stats_.peak_bytes = std::max(stats_.peak_bytes, stats_.allocated_bytes);
-  }
-
   int device_;
-  mutable std::mutex mu_;
-  std::array<std::vector<void*>, kNumSizeClasses> free_;
-  MemoryStats stats_;
+  BlockCache cache_;
 };
 
 class CudaBackend final : public DeviceBackend {

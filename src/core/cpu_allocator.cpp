@@ -2,19 +2,12 @@
 
 #include <sys/mman.h>
 
-#include <algorithm>
-#include <array>
-#include <atomic>
-#include <bit>
 #include <cstdlib>
-#include <mutex>
 #include <new>
-#include <thread>
-#include <vector>
 
 #include "core/backend_loader.hpp"
+#include "core/block_cache.hpp"
 #include "core/registry.hpp"
-#include "core/size_class.hpp"
 #include "tapeflow/core/error.hpp"
 #include "tapeflow/memory.hpp"
 
@@ -23,19 +16,6 @@ namespace {
 
 constexpr size_t kAlignment = kMinBlock;
 constexpr size_t kHugePage = size_t{2} << 20;
-
-/** Spins briefly: the critical sections below are a few instructions. */
-class SpinLock {
- public:
-  void lock() {
-    while (flag_.test_and_set(std::memory_order_acquire))
-      while (flag_.test(std::memory_order_relaxed)) std::this_thread::yield();
-  }
-  void unlock() { flag_.clear(std::memory_order_release); }
-
- private:
-  std::atomic_flag flag_ = ATOMIC_FLAG_INIT;
-};
 
 /**
  * Keeps freed blocks by size class instead of returning them: a fresh page
@@ -46,64 +26,34 @@ class CachingCpuAllocator final : public Allocator {
  public:
   void* allocate(size_t nbytes) override {
     const SizeClass cls = size_class(nbytes);
-    {
-      std::lock_guard lock(mu_);
-      ++stats_.num_allocs;
-      note_allocated(cls.bytes);
-      auto& blocks = free_[cls.index];
-      if (!blocks.empty()) {
-        void* p = blocks.back();
-        blocks.pop_back();
-        stats_.cached_bytes -= cls.bytes;
-        return p;
-      }
-      ++stats_.num_fresh;
+    if (void* p = cache_.take(cls)) return p;
+    void* p = fresh(cls.bytes);
+    if (!p) {
+      cache_.cancel(cls);
+      throw std::bad_alloc();
     }
-    return fresh(cls.bytes);
+    return p;
   }
-
   void deallocate(void* p, size_t nbytes) override {
-    const SizeClass cls = size_class(nbytes);
-    std::lock_guard lock(mu_);
-    free_[cls.index].push_back(p);
-    stats_.allocated_bytes -= cls.bytes;
-    stats_.cached_bytes += cls.bytes;
+    cache_.put(p, size_class(nbytes));
   }
-
-  MemoryStats stats() const override {
-    std::lock_guard lock(mu_);
-    return stats_;
-  }
-
+  MemoryStats stats() const override { return cache_.stats(); }
   void empty_cache() override {
-    std::lock_guard lock(mu_);
-    for (auto& blocks : free_) {
-      for (void* p : blocks) std::free(p);
-      blocks.clear();
-    }
-    stats_.cached_bytes = 0;
+    cache_.drain([](void* p) { std::free(p); });
   }
 
  private:
-  void note_allocated(size_t cls) {
-    stats_.allocated_bytes += cls;
-    stats_.peak_bytes = std::max(stats_.peak_bytes, stats_.allocated_bytes);
-  }
-
-  static void* fresh(size_t cls) {
+  static void* fresh(size_t bytes) {
     // Large blocks are 2 MiB aligned and asked for as huge pages: one fault
     // per 2 MiB instead of 512.
-    const bool huge = cls >= 2 * kHugePage;
+    const bool huge = bytes >= 2 * kHugePage;
     const size_t align = huge ? kHugePage : kAlignment;
-    void* p = std::aligned_alloc(align, (cls + align - 1) / align * align);
-    if (!p) throw std::bad_alloc();
-    if (huge) madvise(p, cls, MADV_HUGEPAGE);
+    void* p = std::aligned_alloc(align, (bytes + align - 1) / align * align);
+    if (p && huge) madvise(p, bytes, MADV_HUGEPAGE);
     return p;
   }
 
-  mutable SpinLock mu_;
-  std::array<std::vector<void*>, kNumSizeClasses> free_;
-  MemoryStats stats_;
+  BlockCache cache_;
 };
 
 }  // namespace
