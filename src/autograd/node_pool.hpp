@@ -44,7 +44,7 @@ class NodePool {
     }
   };
   static Lists& local() {
-    thread_local Lists lists;
+    thread_local Lists lists __attribute__((tls_model("initial-exec")));
     return lists;
   }
 };

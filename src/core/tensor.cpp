@@ -32,6 +32,11 @@ Tensor make_view(const Tensor& base, const Shape& shape, const Shape& strides,
   impl->storage = base.impl()->storage;
   impl->shape = shape;
   impl->strides = strides;
+  int64_t expected = 1;
+  for (int64_t i = shape.size() - 1; i >= 0; --i) {
+    if (shape[i] != 1 && strides[i] != expected) impl->contiguous = false;
+    expected *= shape[i];
+  }
   impl->offset = offset;
   impl->dtype = base.dtype();
   return Tensor(std::move(impl));
@@ -54,22 +59,6 @@ int64_t Tensor::dim(int64_t i) const {
     throw IndexError("[dim] expected an axis in [" + std::to_string(-r) + ", " +
                      std::to_string(r) + "), got " + std::to_string(i));
   return shape()[i < 0 ? i + r : i];
-}
-
-bool Tensor::is_contiguous() const {
-  const TensorImpl& t = checked();
-  int64_t expected = 1;
-  for (int64_t i = t.shape.size() - 1; i >= 0; --i) {
-    if (t.shape[i] != 1 && t.strides[i] != expected) return false;
-    expected *= t.shape[i];
-  }
-  return true;
-}
-
-void* Tensor::raw_data() const {
-  const TensorImpl& t = checked();
-  return static_cast<char*>(t.storage->data()) +
-         t.offset * static_cast<int64_t>(itemsize(t.dtype));
 }
 
 namespace {

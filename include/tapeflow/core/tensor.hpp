@@ -37,7 +37,7 @@ class Tensor {
   int64_t dim(int64_t i) const;
   DType dtype() const { return checked().dtype; }
   Device device() const { return checked().storage->device(); }
-  bool is_contiguous() const;
+  bool is_contiguous() const { return checked().contiguous; }
   bool trainable() const { return checked().trainable; }
 
   /** Pointer to the first element (host memory only for CPU tensors). */
@@ -46,7 +46,11 @@ class Tensor {
     check_dtype(dtype_of<T>(), "data");
     return static_cast<T*>(raw_data());
   }
-  void* raw_data() const;
+  void* raw_data() const {
+    const TensorImpl& t = checked();
+    return static_cast<char*>(t.storage->data()) +
+           t.offset * static_cast<int64_t>(itemsize(t.dtype));
+  }
 
   /** The value of a one-element tensor, converted to T. */
   template <class T>

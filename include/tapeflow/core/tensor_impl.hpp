@@ -42,6 +42,7 @@ struct TensorImpl {
   int64_t offset = 0;
   DType dtype = DType::float32;
   bool trainable = false;
+  bool contiguous = true;  // row-major dense; set once when the impl is made
   TapeMarks marks;
 };
 
