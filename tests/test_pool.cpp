@@ -89,7 +89,7 @@ void expect_error(F&& f, const char* prefix) {
     thrown = true;
     CHECK_MESSAGE(std::string(e.what()).rfind(prefix, 0) == 0, e.what());
   }
-  CHECK_MESSAGE(thrown, prefix);
+  CHECK_MESSAGE(thrown, std::string(prefix));
 }
 
 const char* kFirst[] = {"NCW", "NCHW", "NCDHW"};
