@@ -1,0 +1,55 @@
+#pragma once
+// Max and average pooling over 1, 2 or 3 spatial axes (tpf::nn).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tapeflow/core/tensor.hpp"
+
+namespace tapeflow::nn {
+
+/**
+ * Pooling options; members in TensorFlow's order (API.md). `strides` empty
+ * means equal to `ksize`. `padding` is "VALID" or "SAME" (TensorFlow's
+ * rule: out = ceil(in / stride), the extra row/column at the end).
+ * `data_format` names the layout: NCW/NCHW/NCDHW (default, channels first)
+ * or NWC/NHWC/NDHWC. `count_include_pad` makes average pooling divide by the
+ * full window size also where the window overlaps SAME padding.
+ */
+struct PoolOptions {
+  std::vector<int64_t> ksize;
+  std::vector<int64_t> strides = {};
+  std::string padding = "VALID";
+  std::string data_format = "NCHW";
+  bool count_include_pad = false;
+};
+
+/** Max pooling over the last spatial axis of (N, C, W) (or NWC). */
+Tensor max_pool1d(const Tensor& x, const PoolOptions& opts);
+/** Max pooling over (H, W) of NCHW (default) or NHWC input. */
+Tensor max_pool2d(const Tensor& x, const PoolOptions& opts);
+/** Max pooling over (D, H, W) of NCDHW (default) or NDHWC input. */
+Tensor max_pool3d(const Tensor& x, const PoolOptions& opts);
+/** Average pooling over W of NCW (default) or NWC input. */
+Tensor avg_pool1d(const Tensor& x, const PoolOptions& opts);
+/** Average pooling over (H, W) of NCHW (default) or NHWC input. */
+Tensor avg_pool2d(const Tensor& x, const PoolOptions& opts);
+/** Average pooling over (D, H, W) of NCDHW (default) or NDHWC input. */
+Tensor avg_pool3d(const Tensor& x, const PoolOptions& opts);
+
+/** What max_pool2d_with_argmax returns: `auto [v, idx] = ...`. */
+struct PoolWithArgmax {
+  Tensor output;
+  Tensor argmax;
+};
+/**
+ * max_pool2d and, for each output element, the flat position of its maximum
+ * (int64, same shape as the output), TensorFlow's convention whatever the
+ * data_format: the index into the input seen as NHWC, ((b*H + y)*W + x)*C + c
+ * with include_batch_in_index, (y*W + x)*C + c without. Ties pick the first
+ * maximum in row-major window order. `argmax` carries no gradient.
+ */
+PoolWithArgmax max_pool2d_with_argmax(const Tensor& x, const PoolOptions& opts,
+                                      bool include_batch_in_index = false);
+
+}  // namespace tapeflow::nn

@@ -1,0 +1,186 @@
+// Pooling by direct loops over (N*C) planes of up to three spatial axes
+// (fewer axes are padded in front with extent 1). Ties in max pooling go to
+// the first maximum in row-major window order.
+#include <array>
+#include <limits>
+
+#include "core/creation_internal.hpp"
+#include "core/dtype_dispatch.hpp"
+#include "cpu/nn_direct.hpp"
+#include "cpu/parallel.hpp"
+
+namespace tapeflow::cpu {
+namespace {
+
+using A3 = std::array<int64_t, 3>;
+
+struct Geo {
+  int64_t planes = 1;
+  A3 in{1, 1, 1}, out{1, 1, 1}, k{1, 1, 1}, s{1, 1, 1}, lo{}, hi{};
+  int64_t in_size() const { return in[0] * in[1] * in[2]; }
+  int64_t out_size() const { return out[0] * out[1] * out[2]; }
+};
+
+Geo geometry(const PoolWindow& w, const Shape& x) {
+  Geo g;
+  const int64_t nd = w.ksize.size(), off = 3 - nd;
+  const Shape o = w.output_shape(x);
+  g.planes = x[0] * x[1];
+  for (int64_t i = 0; i < nd; ++i) {
+    g.in[off + i] = x[2 + i];
+    g.out[off + i] = o[2 + i];
+    g.k[off + i] = w.ksize[i];
+    g.s[off + i] = w.strides[i];
+    g.lo[off + i] = w.pad_lo[i];
+    g.hi[off + i] = w.pad_hi[i];
+  }
+  return g;
+}
+
+/** The part of one window inside the input, and its size with padding. */
+struct Window {
+  A3 b, e;
+  int64_t padded = 1, valid = 1;
+};
+
+/** Calls f(plane, output index, window) for every window, planes parallel. */
+template <class F>
+void over_windows(const Geo& g, F&& f) {
+  const int64_t work =
+      std::max<int64_t>(1, g.out_size() * g.k[0] * g.k[1] * g.k[2]);
+  parallel_for(g.planes, std::max<int64_t>(1, kParallelGrain / work),
+               [&](int64_t begin, int64_t end) {
+                 for (int64_t p = begin; p < end; ++p) {
+                   int64_t o = 0;
+                   A3 i;
+                   for (i[0] = 0; i[0] < g.out[0]; ++i[0])
+                     for (i[1] = 0; i[1] < g.out[1]; ++i[1])
+                       for (i[2] = 0; i[2] < g.out[2]; ++i[2], ++o) {
+                         Window w;
+                         for (int a = 0; a < 3; ++a) {
+                           const int64_t start = i[a] * g.s[a] - g.lo[a];
+                           const int64_t stop = start + g.k[a];
+                           w.b[a] = std::max<int64_t>(start, 0);
+                           w.e[a] = std::min(stop, g.in[a]);
+                           w.padded *=
+                               std::min(stop, g.in[a] + g.hi[a]) - start;
+                           w.valid *= w.e[a] - w.b[a];
+                         }
+                         f(p, o, w);
+                       }
+                 }
+               });
+}
+
+/** Offset within the plane of the window's first maximum. */
+template <class T>
+int64_t argmax_in(const Geo& g, const T* plane, const Window& w) {
+  T best = -std::numeric_limits<T>::infinity();
+  int64_t at = -1;
+  for (int64_t d = w.b[0]; d < w.e[0]; ++d)
+    for (int64_t h = w.b[1]; h < w.e[1]; ++h)
+      for (int64_t x = w.b[2]; x < w.e[2]; ++x) {
+        const int64_t j = (d * g.in[1] + h) * g.in[2] + x;
+        if (at < 0 || plane[j] > best) best = plane[j], at = j;
+      }
+  return at;
+}
+
+template <class T>
+void sum_window(const Geo& g, const T* plane, const Window& w, T& acc) {
+  for (int64_t d = w.b[0]; d < w.e[0]; ++d)
+    for (int64_t h = w.b[1]; h < w.e[1]; ++h)
+      for (int64_t x = w.b[2]; x < w.e[2]; ++x)
+        acc += plane[(d * g.in[1] + h) * g.in[2] + x];
+}
+
+template <class T>
+void spread_window(const Geo& g, T* plane, const Window& w, T v) {
+  for (int64_t d = w.b[0]; d < w.e[0]; ++d)
+    for (int64_t h = w.b[1]; h < w.e[1]; ++h)
+      for (int64_t x = w.b[2]; x < w.e[2]; ++x)
+        plane[(d * g.in[1] + h) * g.in[2] + x] += v;
+}
+
+Tensor dense(const Tensor& t) {
+  return t.is_contiguous() ? t : materialize(t);
+}
+
+}  // namespace
+
+void max_pool_direct(const MaxPool& op, Inputs in, Tensor& out) {
+  const Tensor x = dense(in[0]);
+  const Geo g = geometry(op.w, x.shape());
+  dispatch_floating(x.dtype(), op.name, [&](auto tag) {
+    using T = decltype(tag);
+    const T* px = static_cast<const T*>(x.raw_data());
+    T* py = static_cast<T*>(out.raw_data());
+    over_windows(g, [&](int64_t p, int64_t o, const Window& w) {
+      const T* plane = px + p * g.in_size();
+      py[p * g.out_size() + o] = plane[argmax_in(g, plane, w)];
+    });
+  });
+}
+
+void max_pool_argmax_direct(const MaxPoolArgmax& op, Inputs in, Tensor& out) {
+  const Tensor x = dense(in[0]);
+  const Geo g = geometry(op.w, x.shape());
+  int64_t* pi = static_cast<int64_t*>(out.raw_data());
+  dispatch_floating(x.dtype(), op.name, [&](auto tag) {
+    using T = decltype(tag);
+    const T* px = static_cast<const T*>(x.raw_data());
+    over_windows(g, [&](int64_t p, int64_t o, const Window& w) {
+      pi[p * g.out_size() + o] = argmax_in(g, px + p * g.in_size(), w);
+    });
+  });
+}
+
+void avg_pool_direct(const AvgPool& op, Inputs in, Tensor& out) {
+  const Tensor x = dense(in[0]);
+  const Geo g = geometry(op.w, x.shape());
+  dispatch_floating(x.dtype(), op.name, [&](auto tag) {
+    using T = decltype(tag);
+    const T* px = static_cast<const T*>(x.raw_data());
+    T* py = static_cast<T*>(out.raw_data());
+    over_windows(g, [&](int64_t p, int64_t o, const Window& w) {
+      T acc = 0;
+      sum_window(g, px + p * g.in_size(), w, acc);
+      py[p * g.out_size() + o] =
+          acc / T(op.count_include_pad ? w.padded : w.valid);
+    });
+  });
+}
+
+void max_pool_grad_direct(const MaxPoolGrad& op, Inputs in, Tensor& out) {
+  const Tensor x = dense(in[0]), dy = dense(in[1]);
+  const Geo g = geometry(op.w, x.shape());
+  dispatch_floating(x.dtype(), op.name, [&](auto tag) {
+    using T = decltype(tag);
+    const T* px = static_cast<const T*>(x.raw_data());
+    const T* pdy = static_cast<const T*>(dy.raw_data());
+    T* pdx = static_cast<T*>(out.raw_data());
+    std::fill_n(pdx, out.numel(), T(0));
+    over_windows(g, [&](int64_t p, int64_t o, const Window& w) {
+      const int64_t at = argmax_in(g, px + p * g.in_size(), w);
+      pdx[p * g.in_size() + at] += pdy[p * g.out_size() + o];
+    });
+  });
+}
+
+void avg_pool_grad_direct(const AvgPoolGrad& op, Inputs in, Tensor& out) {
+  const Tensor dy = dense(in[0]);
+  const Geo g = geometry(op.w, op.input_shape);
+  dispatch_floating(dy.dtype(), op.name, [&](auto tag) {
+    using T = decltype(tag);
+    const T* pdy = static_cast<const T*>(dy.raw_data());
+    T* pdx = static_cast<T*>(out.raw_data());
+    std::fill_n(pdx, out.numel(), T(0));
+    over_windows(g, [&](int64_t p, int64_t o, const Window& w) {
+      const T v = pdy[p * g.out_size() + o] /
+                  T(op.count_include_pad ? w.padded : w.valid);
+      spread_window(g, pdx + p * g.in_size(), w, v);
+    });
+  });
+}
+
+}  // namespace tapeflow::cpu

@@ -1,0 +1,126 @@
+// Normalization: batch_normalization, moments and layer_normalization as
+// composites; fused_batch_norm as an op whose gradient is an op too.
+#include "core/apply.hpp"
+#include "ops/nn/norm_ops.hpp"
+#include "tapeflow/autograd.hpp"
+#include "tapeflow/creation.hpp"
+#include "tapeflow/nn/normalization.hpp"
+#include "tapeflow/ops/math.hpp"
+#include "tapeflow/ops/reduce.hpp"
+#include "tapeflow/ops/shape.hpp"
+
+namespace tapeflow {
+namespace {
+
+constexpr const char* kFused = "fused_batch_norm";
+
+/** A (C,) parameter in x's dtype; `fill` where it is absent. */
+Tensor channel_param(const Tensor& t, const Tensor& x, double fill,
+                     const char* what) {
+  const int64_t c = x.shape()[1];
+  if (!t.defined()) return full({c}, fill, x.dtype(), x.device());
+  if (!(t.shape() == Shape{c}))
+    throw ShapeError(std::string("[") + kFused + "] expected " + what +
+                     " of shape " + Shape{c}.str() + ", got " +
+                     t.shape().str());
+  return t.dtype() == x.dtype() ? t : cast(t, x.dtype());
+}
+
+}  // namespace
+
+namespace nn {
+
+Tensor batch_normalization(const Tensor& x, const Tensor& mean,
+                           const Tensor& variance, const Tensor& offset,
+                           const Tensor& scale, double variance_epsilon) {
+  Tensor inv = rsqrt(variance + variance_epsilon);
+  if (scale.defined()) inv = inv * scale;
+  return x * inv + (offset.defined() ? offset - mean * inv : -(mean * inv));
+}
+
+std::pair<Tensor, Tensor> moments(const Tensor& x,
+                                  const std::vector<int64_t>& axes,
+                                  bool keepdims) {
+  // d var / d mean is 0, so the mean needs no gradient path here (as in TF).
+  const Tensor m = mean(x, axes, true);
+  const Tensor v = mean(square(x - stop_gradient(m)), axes, keepdims);
+  return {keepdims ? m : mean(x, axes, false), v};
+}
+
+Tensor layer_normalization(const Tensor& x, int64_t begin_axis,
+                           const Tensor& gamma, const Tensor& beta,
+                           double epsilon) {
+  if (begin_axis < 0) begin_axis += x.rank();
+  if (begin_axis < 0 || begin_axis >= x.rank())
+    throw IndexError("[layer_normalization] expected begin_axis in [" +
+                     std::to_string(-x.rank()) + ", " +
+                     std::to_string(x.rank()) + "), got " +
+                     std::to_string(begin_axis));
+  std::vector<int64_t> axes;
+  for (int64_t i = begin_axis; i < x.rank(); ++i) axes.push_back(i);
+  const auto [m, v] = moments(x, axes, true);
+  Tensor y = (x - m) * rsqrt(v + epsilon);
+  if (gamma.defined()) y = y * gamma;
+  if (beta.defined()) y = y + beta;
+  return y;
+}
+
+BatchNormResult fused_batch_norm(const Tensor& x, const Tensor& scale,
+                                 const Tensor& offset, double epsilon,
+                                 bool training, Tensor running_mean,
+                                 Tensor running_var, double momentum) {
+  if (!is_floating(x.dtype()))
+    throw DTypeError(std::string("[") + kFused +
+                     "] expected float32 or float64, got " +
+                     std::string(dtype_name(x.dtype())));
+  if (x.rank() < 2)
+    throw ShapeError(std::string("[") + kFused +
+                     "] expected an input of rank >= 2 (N, C, ...), got " +
+                     x.shape().str());
+  if (!(epsilon > 0))
+    throw ValueError(std::string("[") + kFused +
+                     "] expected epsilon > 0, got " + std::to_string(epsilon));
+  const Tensor s = channel_param(scale, x, 1.0, "scale");
+  const Tensor o = channel_param(offset, x, 0.0, "offset");
+  if (!training) {
+    if (!running_mean.defined() || !running_var.defined())
+      throw ValueError(std::string("[") + kFused +
+                       "] expected running_mean and running_var when not "
+                       "training, got none");
+    const Tensor m = channel_param(running_mean, x, 0.0, "running_mean");
+    const Tensor v = channel_param(running_var, x, 1.0, "running_var");
+    return {apply(FusedBatchNorm{epsilon, false}, {x, s, o, m, v}), m, v};
+  }
+  std::vector<int64_t> axes{0};
+  for (int64_t i = 2; i < x.rank(); ++i) axes.push_back(i);
+  const auto [m, v] = moments(x, axes, false);
+  const Tensor y = apply(FusedBatchNorm{epsilon, true}, {x, s, o, m, v});
+  NoGradGuard no_grad;
+  const double n = static_cast<double>(x.numel() / x.shape()[1]);
+  if (running_mean.defined()) {
+    channel_param(running_mean, x, 0.0, "running_mean");
+    write_into(running_mean, running_mean * momentum + m * (1.0 - momentum),
+               kFused);
+  }
+  if (running_var.defined()) {
+    channel_param(running_var, x, 1.0, "running_var");
+    const double bessel = n > 1 ? n / (n - 1) : 1.0;
+    write_into(running_var,
+               running_var * momentum + v * (bessel * (1.0 - momentum)),
+               kFused);
+  }
+  return {y, m, v};
+}
+
+}  // namespace nn
+
+Grads FusedBatchNorm::vjp(const VjpArgs& a) const {
+  const Tensor& x = a.x(0);
+  const Tensor packed = apply(BatchNormGrad{epsilon, training},
+                              {x, a.grad, a.x(1), a.x(3), a.x(4)});
+  const int64_t n = x.numel(), c = x.shape()[1];
+  return {reshape(slice(packed, {0}, {n}), x.shape()), slice(packed, {n}, {c}),
+          slice(packed, {n + c}, {c}), Tensor(), Tensor()};
+}
+
+}  // namespace tapeflow

@@ -1,0 +1,192 @@
+// Pooling: option checks, layouts, public functions and gradient rules.
+#include <string>
+
+#include "core/apply.hpp"
+#include "ops/nn/pool_ops.hpp"
+#include "tapeflow/creation.hpp"
+#include "tapeflow/nn/pooling.hpp"
+#include "tapeflow/ops/math.hpp"
+#include "tapeflow/ops/shape.hpp"
+
+namespace tapeflow {
+
+Shape PoolWindow::output_shape(const Shape& in) const {
+  Shape out{in[0], in[1]};
+  for (int64_t i = 0; i < ksize.size(); ++i)
+    out.push_back((in[i + 2] + pad_lo[i] + pad_hi[i] - ksize[i]) / strides[i] +
+                  1);
+  return out;
+}
+
+namespace {
+
+/** x as (N, C, spatial...) and the window, after every option check. */
+struct Prepared {
+  Tensor x;
+  PoolWindow w;
+  bool channels_last = false;
+};
+
+std::string list_str(const std::vector<int64_t>& v) {
+  return Shape(v).str();
+}
+
+Shape checked_list(std::vector<int64_t> v, int64_t nd, const char* what,
+                   const std::string& op) {
+  if (static_cast<int64_t>(v.size()) != nd)
+    throw ValueError("[" + op + "] expected " + what + " of " +
+                     std::to_string(nd) + " values, got " + list_str(v));
+  for (int64_t k : v)
+    if (k <= 0)
+      throw ValueError("[" + op + "] expected positive " + what + ", got " +
+                       list_str(v));
+  return Shape(v);
+}
+
+bool channels_last_format(const std::string& f, int64_t nd,
+                          const std::string& op) {
+  static const char* first[] = {"NCW", "NCHW", "NCDHW"};
+  static const char* last[] = {"NWC", "NHWC", "NDHWC"};
+  for (const char* s : first)
+    if (f == s) return false;
+  if (f == last[nd - 1]) return true;
+  throw ValueError("[" + op + "] expected data_format " + first[nd - 1] +
+                   " or " + last[nd - 1] + ", got \"" + f + "\"");
+}
+
+Prepared prepare(const Tensor& x, const nn::PoolOptions& o, int64_t nd,
+                 const std::string& op) {
+  if (!is_floating(x.dtype()))
+    throw DTypeError("[" + op + "] expected float32 or float64, got " +
+                     std::string(dtype_name(x.dtype())));
+  if (x.rank() != nd + 2)
+    throw ShapeError("[" + op + "] expected an input of rank " +
+                     std::to_string(nd + 2) + ", got " + x.shape().str());
+  Prepared p;
+  p.w.ksize = checked_list(o.ksize, nd, "ksize", op);
+  p.w.strides =
+      checked_list(o.strides.empty() ? o.ksize : o.strides, nd, "strides", op);
+  if (o.padding != "VALID" && o.padding != "SAME")
+    throw ValueError("[" + op +
+                     "] expected padding \"VALID\" or \"SAME\", got \"" +
+                     o.padding + "\"");
+  p.channels_last = channels_last_format(o.data_format, nd, op);
+  p.x = x;
+  if (p.channels_last) {
+    std::vector<int64_t> perm{0, nd + 1};
+    for (int64_t i = 1; i <= nd; ++i) perm.push_back(i);
+    p.x = transpose(x, perm);
+  }
+  for (int64_t i = 0; i < nd; ++i) {
+    const int64_t in = p.x.shape()[i + 2], k = p.w.ksize[i], s = p.w.strides[i];
+    int64_t total = 0;
+    if (o.padding == "SAME") {
+      const int64_t out = (in + s - 1) / s;
+      total = std::max<int64_t>((out - 1) * s + k - in, 0);
+    } else if (in < k) {
+      throw ShapeError("[" + op +
+                       "] expected a window no larger than the input with "
+                       "VALID padding, got ksize " +
+                       p.w.ksize.str() + " for spatial extents of " +
+                       x.shape().str());
+    }
+    p.w.pad_lo.push_back(total / 2);
+    p.w.pad_hi.push_back(total - total / 2);
+  }
+  return p;
+}
+
+/** (N, C, spatial...) back to the caller's layout. */
+Tensor restore(const Tensor& y, bool channels_last) {
+  if (!channels_last) return y;
+  std::vector<int64_t> perm{0};
+  for (int64_t i = 2; i < y.rank(); ++i) perm.push_back(i);
+  perm.push_back(1);
+  return transpose(y, perm);
+}
+
+Tensor max_pool(const Tensor& x, const nn::PoolOptions& o, int64_t nd,
+                const char* op) {
+  const Prepared p = prepare(x, o, nd, op);
+  return restore(apply(MaxPool{p.w}, {p.x}), p.channels_last);
+}
+Tensor avg_pool(const Tensor& x, const nn::PoolOptions& o, int64_t nd,
+                const char* op) {
+  const Prepared p = prepare(x, o, nd, op);
+  return restore(apply(AvgPool{p.w, o.count_include_pad}, {p.x}),
+                 p.channels_last);
+}
+
+/** Tensor of shape (N, C, 1...) (rank `rank`) holding n * scale_n + c. */
+Tensor plane_base(int64_t n, int64_t c, int64_t rank, int64_t scale_n,
+                  int64_t scale_c) {
+  Shape s{n, c};
+  while (s.size() < rank) s.push_back(1);
+  const Tensor nb =
+      reshape(arange<int64_t>(0, n) * scalar(scale_n, int64), {n, 1});
+  const Tensor cb =
+      reshape(arange<int64_t>(0, c) * scalar(scale_c, int64), {1, c});
+  return reshape(nb + cb, s);
+}
+
+}  // namespace
+
+namespace nn {
+Tensor max_pool1d(const Tensor& x, const PoolOptions& o) {
+  return max_pool(x, o, 1, "max_pool1d");
+}
+Tensor max_pool2d(const Tensor& x, const PoolOptions& o) {
+  return max_pool(x, o, 2, "max_pool2d");
+}
+Tensor max_pool3d(const Tensor& x, const PoolOptions& o) {
+  return max_pool(x, o, 3, "max_pool3d");
+}
+Tensor avg_pool1d(const Tensor& x, const PoolOptions& o) {
+  return avg_pool(x, o, 1, "avg_pool1d");
+}
+Tensor avg_pool2d(const Tensor& x, const PoolOptions& o) {
+  return avg_pool(x, o, 2, "avg_pool2d");
+}
+Tensor avg_pool3d(const Tensor& x, const PoolOptions& o) {
+  return avg_pool(x, o, 3, "avg_pool3d");
+}
+
+PoolWithArgmax max_pool2d_with_argmax(const Tensor& x, const PoolOptions& o,
+                                      bool include_batch_in_index) {
+  const Prepared p = prepare(x, o, 2, "max_pool2d_with_argmax");
+  const Tensor y = apply(MaxPool{p.w}, {p.x});
+  // Position within the plane is y*W + x; TensorFlow's index is NHWC's.
+  const Tensor pos = apply(MaxPoolArgmax{p.w}, {p.x});
+  const Shape& s = p.x.shape();
+  const int64_t C = s[1], HWC = s[2] * s[3] * s[1];
+  const Tensor idx =
+      pos * scalar(C, int64) +
+      plane_base(s[0], C, 4, include_batch_in_index ? HWC : 0, 1);
+  return {restore(y, p.channels_last), restore(idx, p.channels_last)};
+}
+}  // namespace nn
+
+Grads MaxPool::vjp(const VjpArgs& a) const {
+  return {apply(MaxPoolGrad{w}, {a.x(0), a.grad})};
+}
+Grads AvgPool::vjp(const VjpArgs& a) const {
+  return {apply(AvgPoolGrad{w, count_include_pad, a.input_shape(0)}, {a.grad})};
+}
+Grads AvgPoolGrad::vjp(const VjpArgs& a) const {
+  return {apply(AvgPool{w, count_include_pad}, {a.grad})};
+}
+Grads MaxPoolGrad::vjp(const VjpArgs& a) const {
+  // dx is piecewise constant in x; d/d(dy) picks each window's argmax.
+  if (!a.needs(1)) return {Tensor(), Tensor()};
+  const Tensor& x = a.x(0);
+  const Shape& s = x.shape();
+  const int64_t plane = s.numel() / std::max<int64_t>(s[0] * s[1], 1);
+  const Tensor pos = apply(MaxPoolArgmax{w}, {x});
+  const Tensor flat =
+      reshape(pos + plane_base(s[0], s[1], s.size(), s[1] * plane, plane),
+              {pos.numel()});
+  const Tensor picked = gather(reshape(a.grad, {s.numel()}), flat, 0);
+  return {Tensor(), reshape(picked, pos.shape())};
+}
+
+}  // namespace tapeflow

@@ -1,0 +1,270 @@
+// Pooling: direct-loop references for every option combination, argmax
+// indices by hand, OpCase rows with float64 gradcheck, second order, errors.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "support/check.hpp"
+
+using testing::OpCase;
+using testing::uniform64;
+using Ts = std::vector<tpf::Tensor>;
+namespace nn = tpf::nn;
+
+namespace {
+
+using PoolFn = tpf::Tensor (*)(const tpf::Tensor&, const nn::PoolOptions&);
+PoolFn pool_fn(int nd, bool max) {
+  static const PoolFn maxes[] = {nn::max_pool1d, nn::max_pool2d,
+                                 nn::max_pool3d};
+  static const PoolFn avgs[] = {nn::avg_pool1d, nn::avg_pool2d, nn::avg_pool3d};
+  return max ? maxes[nd - 1] : avgs[nd - 1];
+}
+
+/** Reference pooling of channels-first float64 x, written independently. */
+tpf::Tensor ref_pool(const tpf::Tensor& x, const nn::PoolOptions& o, bool max) {
+  const auto& s = x.shape();
+  const int nd = static_cast<int>(s.size()) - 2;
+  const auto strides = o.strides.empty() ? o.ksize : o.strides;
+  int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1}, k[3] = {1, 1, 1},
+          st[3] = {1, 1, 1}, lo[3] = {0, 0, 0};
+  for (int i = 0; i < nd; ++i) {
+    const int a = 3 - nd + i;
+    in[a] = s[2 + i], k[a] = o.ksize[i], st[a] = strides[i];
+    if (o.padding == "SAME") {
+      out[a] = (in[a] + st[a] - 1) / st[a];
+      lo[a] = std::max<int64_t>((out[a] - 1) * st[a] + k[a] - in[a], 0) / 2;
+    } else {
+      out[a] = (in[a] - k[a]) / st[a] + 1;
+    }
+  }
+  const auto v = x.to_vector<double>();
+  std::vector<double> r;
+  for (int64_t p = 0; p < s[0] * s[1]; ++p)
+    for (int64_t a = 0; a < out[0]; ++a)
+      for (int64_t b = 0; b < out[1]; ++b)
+        for (int64_t c = 0; c < out[2]; ++c) {
+          double acc = max ? -std::numeric_limits<double>::infinity() : 0.0;
+          int64_t n = 0;
+          for (int64_t i = 0; i < k[0]; ++i)
+            for (int64_t j = 0; j < k[1]; ++j)
+              for (int64_t l = 0; l < k[2]; ++l) {
+                const int64_t d = a * st[0] - lo[0] + i,
+                              h = b * st[1] - lo[1] + j,
+                              w = c * st[2] - lo[2] + l;
+                if (d < 0 || h < 0 || w < 0 || d >= in[0] || h >= in[1] ||
+                    w >= in[2])
+                  continue;
+                const double e = v[((p * in[0] + d) * in[1] + h) * in[2] + w];
+                acc = max ? std::max(acc, e) : acc + e;
+                ++n;
+              }
+          const int64_t all = k[0] * k[1] * k[2];
+          r.push_back(max ? acc : acc / (o.count_include_pad ? all : n));
+        }
+  std::vector<int64_t> shape{s[0], s[1]};
+  for (int i = 0; i < nd; ++i) shape.push_back(out[3 - nd + i]);
+  return tpf::from_vector(r, tpf::Shape(shape));
+}
+
+std::vector<int64_t> to_last(int nd) {
+  std::vector<int64_t> p{0};
+  for (int i = 2; i < nd + 2; ++i) p.push_back(i);
+  p.push_back(1);
+  return p;
+}
+std::vector<int64_t> to_first(int nd) {
+  std::vector<int64_t> p{0, nd + 1};
+  for (int i = 1; i <= nd; ++i) p.push_back(i);
+  return p;
+}
+
+/** f() throws E whose message starts with `prefix`. */
+template <class E, class F>
+void expect_error(F&& f, const char* prefix) {
+  bool thrown = false;
+  try {
+    f();
+  } catch (const E& e) {
+    thrown = true;
+    CHECK_MESSAGE(std::string(e.what()).rfind(prefix, 0) == 0, e.what());
+  }
+  CHECK_MESSAGE(thrown, std::string(prefix));
+}
+
+const char* kFirst[] = {"NCW", "NCHW", "NCDHW"};
+const char* kLast[] = {"NWC", "NHWC", "NDHWC"};
+
+}  // namespace
+
+TEST_CASE("pooling matches a direct reference for every option") {
+  const tpf::Shape shapes[] = {{2, 3, 7}, {2, 3, 5, 7}, {1, 2, 5, 3, 4}};
+  const std::vector<int64_t> ks[] = {{3}, {3, 2}, {2, 3, 2}};
+  for (int nd = 1; nd <= 3; ++nd) {
+    const auto x = uniform64(shapes[nd - 1]);
+    const auto k = ks[nd - 1];
+    const std::vector<std::vector<int64_t>> stride_sets = {
+        {}, std::vector<int64_t>(nd, 1), std::vector<int64_t>(nd, 2)};
+    for (bool max : {true, false})
+      for (const auto& st : stride_sets)
+        for (const char* pad : {"VALID", "SAME"})
+          for (bool last : {false, true})
+            for (bool incl : {false, true}) {
+              if (max && incl) continue;
+              nn::PoolOptions o{k, st, pad,
+                                last ? kLast[nd - 1] : kFirst[nd - 1], incl};
+              CAPTURE(nd);
+              CAPTURE(max);
+              CAPTURE(st.size() ? st[0] : 0);
+              CAPTURE(pad);
+              CAPTURE(last);
+              CAPTURE(incl);
+              const auto expect = ref_pool(x, o, max);
+              const auto in = last ? tpf::transpose(x, to_last(nd)) : x;
+              auto fn = pool_fn(nd, max);
+              auto y64 = fn(in, o);
+              auto y32 = fn(in.cast(tpf::float32).contiguous(), o);
+              if (last) {
+                y64 = tpf::transpose(y64, to_first(nd));
+                y32 = tpf::transpose(y32, to_first(nd));
+              }
+              CHECK(y64.dtype() == tpf::float64);
+              CHECK(y32.dtype() == tpf::float32);
+              CHECK_CLOSE(y64, expect, 1e-12, 1e-12);
+              CHECK_CLOSE(y32.cast(tpf::float64), expect, 1e-5, 1e-6);
+            }
+  }
+}
+
+TEST_CASE("pooling gradients match float64 finite differences") {
+  auto p = [](PoolFn f, nn::PoolOptions o) {
+    return [f, o](const Ts& in) { return f(in[0], o); };
+  };
+  const auto x1 = uniform64({2, 3, 7}), x2 = uniform64({2, 5, 6, 3}),
+             x3 = uniform64({1, 2, 5, 3, 4});
+  const std::vector<OpCase> cases = {
+      {"max_pool1d",
+       p(nn::max_pool1d, {{3}, {2}}),
+       {x1},
+       ref_pool(x1, {{3}, {2}}, true)},
+      {"max_pool2d_nhwc_same",
+       p(nn::max_pool2d, {{3, 2}, {2, 1}, "SAME", "NHWC"}),
+       {x2},
+       tpf::transpose(ref_pool(tpf::transpose(x2, {0, 3, 1, 2}),
+                               {{3, 2}, {2, 1}, "SAME"}, true),
+                      {0, 2, 3, 1})},
+      {"max_pool3d_same",
+       p(nn::max_pool3d, {{2, 2, 2}, {1, 2, 2}, "SAME"}),
+       {x3},
+       ref_pool(x3, {{2, 2, 2}, {1, 2, 2}, "SAME"}, true)},
+      {"avg_pool1d_same",
+       p(nn::avg_pool1d, {{3}, {2}, "SAME"}),
+       {x1},
+       ref_pool(x1, {{3}, {2}, "SAME"}, false)},
+      {"avg_pool2d_include_pad",
+       p(nn::avg_pool2d, {{3, 3}, {2, 2}, "SAME", "NCHW", true}),
+       {x2},
+       ref_pool(x2, {{3, 3}, {2, 2}, "SAME", "NCHW", true}, false)},
+      {"avg_pool3d",
+       p(nn::avg_pool3d, {{2, 3, 2}, {1, 1, 2}}),
+       {x3},
+       ref_pool(x3, {{2, 3, 2}, {1, 1, 2}}, false)},
+  };
+  for (const auto& c : cases) testing::run_op_case(c);
+}
+
+TEST_CASE("pool gradient ops are differentiable again") {
+  // f(x, g) = the tape's vjp of pool at x for cotangent g: checks the vjps
+  // of MaxPoolGrad (argmax gather) and AvgPoolGrad (avg pooling of gg).
+  for (bool max : {true, false}) {
+    CAPTURE(max);
+    const nn::PoolOptions o{{3, 2}, {2, 1}, "SAME"};
+    const auto x = uniform64({2, 3, 5, 4});
+    const auto g = uniform64(ref_pool(x, o, true).shape());
+    const auto why = testing::gradcheck(
+        [&](const Ts& in) {
+          tpf::GradientTape tape;
+          tape.watch(in[0]);
+          const auto y =
+              max ? nn::max_pool2d(in[0], o) : nn::avg_pool2d(in[0], o);
+          return tape.gradient(y, {in[0]}, {in[1]})[0];
+        },
+        {x, g});
+    CHECK_MESSAGE(why.empty(), why);
+  }
+}
+
+TEST_CASE("max_pool2d_with_argmax gives TensorFlow's NHWC indices") {
+  // NHWC (1, 2, 4, 2), windows 2x2 stride 2: four maxima placed by hand.
+  std::vector<double> v(16);
+  for (int i = 0; i < 16; ++i) v[i] = -1.0 - 0.01 * i;
+  v[8] = 5;   // h1 w0 c0
+  v[3] = 6;   // h0 w1 c1
+  v[14] = 7;  // h1 w3 c0
+  v[5] = 8;   // h0 w2 c1
+  const auto one = tpf::from_vector(v, {1, 2, 4, 2});
+  const auto x = tpf::concat({one, one * 0.5}, 0);  // N = 2
+  const nn::PoolOptions o{{2, 2}, {2, 2}, "VALID", "NHWC"};
+  auto [out, idx] = nn::max_pool2d_with_argmax(x, o);
+  CHECK(idx.dtype() == tpf::int64);
+  CHECK(idx.shape() == tpf::Shape{2, 1, 2, 2});
+  CHECK(idx.to_vector<int64_t>() ==
+        std::vector<int64_t>{8, 3, 14, 5, 8, 3, 14, 5});
+  CHECK(out.to_vector<double>() ==
+        std::vector<double>{5, 6, 7, 8, 2.5, 3, 3.5, 4});
+  auto [out_b, idx_b] = nn::max_pool2d_with_argmax(x, o, true);
+  CHECK(idx_b.to_vector<int64_t>() ==
+        std::vector<int64_t>{8, 3, 14, 5, 24, 19, 30, 21});
+  // NCHW input: the same indices (still NHWC semantics), NCHW-shaped.
+  auto [out_c, idx_c] = nn::max_pool2d_with_argmax(
+      tpf::transpose(x, {0, 3, 1, 2}).cast(tpf::float32),
+      {{2, 2}, {2, 2}, "VALID", "NCHW"}, true);
+  CHECK(idx_c.shape() == tpf::Shape{2, 2, 1, 2});
+  CHECK(tpf::transpose(idx_c, {0, 2, 3, 1}).contiguous().to_vector<int64_t>() ==
+        idx_b.to_vector<int64_t>());
+}
+
+TEST_CASE("pooling argument errors") {
+  const auto x = tpf::ones({1, 2, 4, 4}, tpf::float32);
+  const char* p = "[max_pool2d] expected";
+  expect_error<tpf::ShapeError>(
+      [&] {
+        nn::max_pool2d(tpf::ones({2, 4, 4}), {{2, 2}});
+      },
+      p);
+  expect_error<tpf::ValueError>([&] { nn::max_pool2d(x, {{2}}); }, p);
+  expect_error<tpf::ValueError>([&] { nn::max_pool2d(x, {{2, 0}}); }, p);
+  expect_error<tpf::ValueError>([&] { nn::max_pool2d(x, {{2, 2}, {1}}); }, p);
+  expect_error<tpf::ValueError>(
+      [&] {
+        nn::max_pool2d(x, {{2, 2}, {1, -1}});
+      },
+      p);
+  expect_error<tpf::ValueError>(
+      [&] {
+        nn::max_pool2d(x, {{2, 2}, {}, "FULL"});
+      },
+      p);
+  expect_error<tpf::ValueError>(
+      [&] {
+        nn::max_pool2d(x, {{2, 2}, {}, "VALID", "NCWH"});
+      },
+      p);
+  expect_error<tpf::ShapeError>([&] { nn::max_pool2d(x, {{5, 2}}); }, p);
+  expect_error<tpf::DTypeError>(
+      [&] {
+        nn::max_pool2d(tpf::ones({1, 2, 4, 4}, tpf::int32), {{2, 2}});
+      },
+      p);
+  expect_error<tpf::ShapeError>([&] { nn::avg_pool1d(x, {{2}}); },
+                                "[avg_pool1d] expected");
+  expect_error<tpf::ValueError>(
+      [&] {
+        nn::avg_pool3d(tpf::ones({1, 1, 2, 2, 2}),
+                       {{2, 2, 2}, {}, "SAME", "NHWC"});
+      },
+      "[avg_pool3d] expected");
+  // SAME never rejects a window larger than the input.
+  CHECK(nn::max_pool2d(x, {{5, 5}, {}, "SAME"}).shape() ==
+        tpf::Shape{1, 2, 1, 1});
+}
