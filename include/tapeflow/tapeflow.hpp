@@ -9,6 +9,7 @@
 #include "tapeflow/core/tensor.hpp"
 #include "tapeflow/creation.hpp"
 #include "tapeflow/memory.hpp"
+#include "tapeflow/nn/conv.hpp"
 #include "tapeflow/ops/linalg.hpp"
 #include "tapeflow/ops/math.hpp"
 #include "tapeflow/ops/reduce.hpp"
