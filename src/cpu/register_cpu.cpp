@@ -9,6 +9,7 @@ void register_reduce(Registry& r);
 void register_index(Registry& r);
 void register_matmul(Registry& r);
 void register_linalg(Registry& r);
+void register_conv(Registry& r);
 }  // namespace cpu
 
 void register_cpu(Registry& r) {
@@ -19,6 +20,7 @@ void register_cpu(Registry& r) {
   cpu::register_index(r);
   cpu::register_matmul(r);
   cpu::register_linalg(r);
+  cpu::register_conv(r);
 }
 
 }  // namespace tapeflow
