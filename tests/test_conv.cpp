@@ -196,16 +196,37 @@ TEST_CASE("conv1d/2d/3d match the reference for every option") {
                 o.padding = pads;
               else
                 o.padding = mode;
+              // Gradients: float32 (oneDNN backward passes) against float64
+              // (direct loops), and the adjoint identity of a bilinear map:
+              // <g, y> = <dx, x> = <dw, w>.
+              const auto g = uniform64(expected.shape());
+              Ts grads64;
               for (auto dt : {tpf::float64, tpf::float32}) {
                 const auto xi = (last ? act_last(x) : x).cast(dt);
                 const auto wi = (last ? filter_last(w) : w).cast(dt);
+                tpf::GradientTape tape;
+                tape.watch(xi);
+                tape.watch(wi);
                 auto y = fns[nsp - 1](xi, wi, o);
+                const auto grads = tape.gradient(
+                    y, {xi, wi}, {(last ? act_last(g) : g).cast(dt)});
                 if (last) y = act_first(y);
                 CHECK(y.dtype() == dt);
-                if (dt == tpf::float64)
+                if (dt == tpf::float64) {
                   CHECK_CLOSE(y, expected, 1e-12, 1e-12);
-                else
+                  grads64 = grads;
+                  const double gy = tpf::sum(g * y).item<double>();
+                  CHECK(tpf::sum(grads[0] * xi).item<double>() ==
+                        doctest::Approx(gy).epsilon(1e-10));
+                  CHECK(tpf::sum(grads[1] * wi).item<double>() ==
+                        doctest::Approx(gy).epsilon(1e-10));
+                } else {
                   CHECK_CLOSE(y.cast(tpf::float64), expected, 1e-4, 1e-5);
+                  CHECK_CLOSE(grads[0].cast(tpf::float64), grads64[0], 1e-4,
+                              1e-5);
+                  CHECK_CLOSE(grads[1].cast(tpf::float64), grads64[1], 1e-4,
+                              1e-5);
+                }
               }
             }
     }
