@@ -26,32 +26,67 @@ memory::dims dims(const Shape& s) {
   return memory::dims(s.begin(), s.end());
 }
 
-/** Activations ncw/nchw/ncdhw; filters oi*, or goi* split by groups. */
-memory::desc activation_md(const Shape& s) {
+memory::desc plain_md(const memory::dims& d, memory::format_tag tag) {
+  return memory::desc(d, memory::data_type::f32, tag);
+}
+memory::desc any_md(const memory::dims& d) {
+  return memory::desc(d, memory::data_type::f32, memory::format_tag::any);
+}
+/** Activations ncw/nchw/ncdhw. */
+memory::dims activation_dims(const Shape& s) {
+  return dims(s);
+}
+memory::format_tag activation_tag(const Shape& s) {
   static const memory::format_tag tags[] = {memory::format_tag::ncw,
                                             memory::format_tag::nchw,
                                             memory::format_tag::ncdhw};
-  return memory::desc(dims(s), memory::data_type::f32, tags[s.size() - 3]);
+  return tags[s.size() - 3];
 }
-memory::desc filter_md(const Shape& s, int64_t groups) {
-  if (groups == 1) {
-    static const memory::format_tag tags[] = {memory::format_tag::oiw,
-                                              memory::format_tag::oihw,
-                                              memory::format_tag::oidhw};
-    return memory::desc(dims(s), memory::data_type::f32, tags[s.size() - 3]);
-  }
-  static const memory::format_tag tags[] = {memory::format_tag::goiw,
-                                            memory::format_tag::goihw,
-                                            memory::format_tag::goidhw};
+/** Filters oi*, or goi* with the groups split off the out-channels. */
+memory::dims filter_dims(const Shape& s, int64_t groups) {
+  if (groups == 1) return dims(s);
   memory::dims d{groups, s[0] / groups};
   for (int64_t i = 1; i < s.size(); ++i) d.push_back(s[i]);
-  return memory::desc(d, memory::data_type::f32, tags[s.size() - 3]);
+  return d;
+}
+memory::format_tag filter_tag(const Shape& s, int64_t groups) {
+  static const memory::format_tag plain[] = {memory::format_tag::oiw,
+                                             memory::format_tag::oihw,
+                                             memory::format_tag::oidhw};
+  static const memory::format_tag grouped[] = {memory::format_tag::goiw,
+                                               memory::format_tag::goihw,
+                                               memory::format_tag::goidhw};
+  return (groups == 1 ? plain : grouped)[s.size() - 3];
 }
 
-/** A primitive with its memory objects; only the data pointers change. */
+/**
+ * One operand: the caller's plain memory and, where the primitive prefers a
+ * blocked layout, a buffer of its own with the reorder between the two
+ * (plain -> blocked for inputs, blocked -> plain for the output).
+ */
+struct Operand {
+  memory user, internal;
+  dnnl::reorder reorder;
+  bool reordered = false;
+};
+Operand operand(const memory::desc& user, const memory::desc& internal,
+                bool output) {
+  Operand o{memory(user, engine(), nullptr), {}, {}, false};
+  if (internal == user) {
+    o.internal = o.user;
+    return o;
+  }
+  o.internal = memory(internal, engine());
+  o.reorder = output ? dnnl::reorder(o.internal, o.user)
+                     : dnnl::reorder(o.user, o.internal);
+  o.reordered = true;
+  return o;
+}
+
+/** A primitive with its operands; only the data pointers change. */
 struct Prepared {
   dnnl::primitive primitive;
-  memory src, weights, dst;
+  Operand src, weights, dst;  // x, filter, y: one of them is the output
 };
 
 /** The pass, the three shapes (x, filter, y) and the attributes. */
@@ -66,32 +101,46 @@ struct KeyHash {
 
 Prepared prepare(Pass pass, const ConvAttrs& a, const Shape& x, const Shape& w,
                  const Shape& y) {
-  const memory::desc src = activation_md(x), wei = filter_md(w, a.groups),
-                     dst = activation_md(y);
+  const memory::dims xd = activation_dims(x), wd = filter_dims(w, a.groups),
+                     yd = activation_dims(y);
+  const memory::desc src = plain_md(xd, activation_tag(x)),
+                     wei = plain_md(wd, filter_tag(w, a.groups)),
+                     dst = plain_md(yd, activation_tag(y));
+  const memory::desc src_any = any_md(xd), wei_any = any_md(wd),
+                     dst_any = any_md(yd);
   memory::dims strides = dims(a.strides), pl = dims(a.pads_before),
                pr = dims(a.pads_after), dil;
   for (int64_t d : a.dilations) dil.push_back(d - 1);  // oneDNN counts gaps
   const auto algo = dnnl::algorithm::convolution_direct;
   dnnl::convolution_forward::primitive_desc fwd(
       dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, algo,
-                                      src, wei, dst, strides, dil, pl, pr),
+                                      src_any, wei_any, dst_any, strides, dil,
+                                      pl, pr),
       engine());
-  Prepared p{dnnl::primitive(), memory(src, engine(), nullptr),
-             memory(wei, engine(), nullptr), memory(dst, engine(), nullptr)};
+  Prepared p;
   if (pass == Pass::forward) {
     p.primitive = dnnl::convolution_forward(fwd);
+    p.src = operand(src, fwd.src_desc(), false);
+    p.weights = operand(wei, fwd.weights_desc(), false);
+    p.dst = operand(dst, fwd.dst_desc(), true);
   } else if (pass == Pass::grad_input) {
-    p.primitive = dnnl::convolution_backward_data(
-        dnnl::convolution_backward_data::primitive_desc(
-            dnnl::convolution_backward_data::desc(algo, src, wei, dst, strides,
-                                                  dil, pl, pr),
-            engine(), fwd));
+    dnnl::convolution_backward_data::primitive_desc pd(
+        dnnl::convolution_backward_data::desc(algo, src_any, wei_any, dst_any,
+                                              strides, dil, pl, pr),
+        engine(), fwd);
+    p.primitive = dnnl::convolution_backward_data(pd);
+    p.src = operand(src, pd.diff_src_desc(), true);
+    p.weights = operand(wei, pd.weights_desc(), false);
+    p.dst = operand(dst, pd.diff_dst_desc(), false);
   } else {
-    p.primitive = dnnl::convolution_backward_weights(
-        dnnl::convolution_backward_weights::primitive_desc(
-            dnnl::convolution_backward_weights::desc(algo, src, wei, dst,
-                                                     strides, dil, pl, pr),
-            engine(), fwd));
+    dnnl::convolution_backward_weights::primitive_desc pd(
+        dnnl::convolution_backward_weights::desc(algo, src_any, wei_any,
+                                                 dst_any, strides, dil, pl, pr),
+        engine(), fwd);
+    p.primitive = dnnl::convolution_backward_weights(pd);
+    p.src = operand(src, pd.src_desc(), false);
+    p.weights = operand(wei, pd.diff_weights_desc(), true);
+    p.dst = operand(dst, pd.diff_dst_desc(), false);
   }
   return p;
 }
@@ -115,16 +164,25 @@ void run_f32(Pass pass, const ConvAttrs& a, const Tensor& x, const Tensor& w,
              .first;
   if (omp_get_max_threads() != threads) omp_set_num_threads(threads);
   Prepared& p = it->second;
-  p.src.set_data_handle(x.raw_data());
-  p.weights.set_data_handle(w.raw_data());
-  p.dst.set_data_handle(y.raw_data());
+  p.src.user.set_data_handle(x.raw_data());
+  p.weights.user.set_data_handle(w.raw_data());
+  p.dst.user.set_data_handle(y.raw_data());
+  Operand* output = pass == Pass::forward      ? &p.dst
+                    : pass == Pass::grad_input ? &p.src
+                                               : &p.weights;
+  for (Operand* o : {&p.src, &p.weights, &p.dst})
+    if (o != output && o->reordered)
+      o->reorder.execute(stream, o->user, o->internal);
   const int src_arg =
       pass == Pass::grad_input ? DNNL_ARG_DIFF_SRC : DNNL_ARG_SRC;
   const int wei_arg =
       pass == Pass::grad_filter ? DNNL_ARG_DIFF_WEIGHTS : DNNL_ARG_WEIGHTS;
   const int dst_arg = pass == Pass::forward ? DNNL_ARG_DST : DNNL_ARG_DIFF_DST;
-  p.primitive.execute(
-      stream, {{src_arg, p.src}, {wei_arg, p.weights}, {dst_arg, p.dst}});
+  p.primitive.execute(stream, {{src_arg, p.src.internal},
+                               {wei_arg, p.weights.internal},
+                               {dst_arg, p.dst.internal}});
+  if (output->reordered)
+    output->reorder.execute(stream, output->internal, output->user);
   stream.wait();
 }
 
