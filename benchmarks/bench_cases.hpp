@@ -65,6 +65,10 @@ void tf_sum(benchmark::State& state, int64_t n);
 /** Sparse softmax cross-entropy, forward + gradient wrt the logits. */
 void tf_softmax_xent(benchmark::State& state, int64_t batch, int64_t classes);
 void tf_matmul(benchmark::State& state, int64_t n);
+/** conv2d 64x1x28x28 k5 -> 32 (bench_conv.cpp). */
+void tf_conv2d_forward(benchmark::State& state);
+/** conv2d 64x32x14x14 k3 SAME -> 64, forward and both gradients. */
+void tf_conv2d_train_step(benchmark::State& state);
 /** STREAM-style OpenMP loop over preallocated arrays (bench_stream.cpp). */
 void stream_elementwise(benchmark::State& state, EwOp op, int64_t n);
 /** Raw dnnl::matmul primitive, created once outside the timed loop. */

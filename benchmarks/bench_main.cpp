@@ -107,6 +107,9 @@ void register_all() {
       reg(name + "/libtorch", kMillisecond, torch_peer::matmul, n);
     reg(name + "/onednn", kMillisecond, onednn_matmul, n);
   }
+  reg("conv2d_64x1x28x28_k5/tapeflow", kMillisecond, tf_conv2d_forward);
+  reg("conv2d_64x32x14x14_k3_train/tapeflow", kMillisecond,
+      tf_conv2d_train_step);
 }
 
 }  // namespace

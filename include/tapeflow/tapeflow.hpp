@@ -10,6 +10,7 @@
 #include "tapeflow/creation.hpp"
 #include "tapeflow/memory.hpp"
 #include "tapeflow/nn/activations.hpp"
+#include "tapeflow/nn/conv.hpp"
 #include "tapeflow/nn/dropout.hpp"
 #include "tapeflow/nn/losses.hpp"
 #include "tapeflow/nn/normalization.hpp"

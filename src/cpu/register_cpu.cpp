@@ -11,6 +11,7 @@ void register_matmul(Registry& r);
 void register_linalg(Registry& r);
 void register_pool(Registry& r);
 void register_norm(Registry& r);
+void register_conv(Registry& r);
 }  // namespace cpu
 
 void register_cpu(Registry& r) {
@@ -23,6 +24,7 @@ void register_cpu(Registry& r) {
   cpu::register_linalg(r);
   cpu::register_pool(r);
   cpu::register_norm(r);
+  cpu::register_conv(r);
 }
 
 }  // namespace tapeflow

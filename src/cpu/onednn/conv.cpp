@@ -1,0 +1,237 @@
+// Convolutions: float32 through oneDNN's forward, backward-data and
+// backward-weights primitives on plain layouts (cached per thread by shapes
+// and attributes), float64 through the direct loops of cpu/conv_direct.cpp.
+#include <omp.h>
+
+#include <dnnl.hpp>
+#include <unordered_map>
+#include <vector>
+
+#include "core/creation_internal.hpp"
+#include "cpu/conv_direct.hpp"
+#include "tapeflow/config.hpp"
+
+namespace tapeflow::cpu {
+namespace {
+
+using dnnl::memory;
+enum class Pass : int64_t { forward, grad_input, grad_filter };
+
+dnnl::engine& engine() {
+  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
+  return e;
+}
+
+memory::dims dims(const Shape& s) {
+  return memory::dims(s.begin(), s.end());
+}
+
+memory::desc plain_md(const memory::dims& d, memory::format_tag tag) {
+  return memory::desc(d, memory::data_type::f32, tag);
+}
+memory::desc any_md(const memory::dims& d) {
+  return memory::desc(d, memory::data_type::f32, memory::format_tag::any);
+}
+/** Activations ncw/nchw/ncdhw. */
+memory::dims activation_dims(const Shape& s) {
+  return dims(s);
+}
+memory::format_tag activation_tag(const Shape& s) {
+  static const memory::format_tag tags[] = {memory::format_tag::ncw,
+                                            memory::format_tag::nchw,
+                                            memory::format_tag::ncdhw};
+  return tags[s.size() - 3];
+}
+/** Filters oi*, or goi* with the groups split off the out-channels. */
+memory::dims filter_dims(const Shape& s, int64_t groups) {
+  if (groups == 1) return dims(s);
+  memory::dims d{groups, s[0] / groups};
+  for (int64_t i = 1; i < s.size(); ++i) d.push_back(s[i]);
+  return d;
+}
+memory::format_tag filter_tag(const Shape& s, int64_t groups) {
+  static const memory::format_tag plain[] = {memory::format_tag::oiw,
+                                             memory::format_tag::oihw,
+                                             memory::format_tag::oidhw};
+  static const memory::format_tag grouped[] = {memory::format_tag::goiw,
+                                               memory::format_tag::goihw,
+                                               memory::format_tag::goidhw};
+  return (groups == 1 ? plain : grouped)[s.size() - 3];
+}
+
+/**
+ * One operand: the caller's plain memory and, where the primitive prefers a
+ * blocked layout, a buffer of its own with the reorder between the two
+ * (plain -> blocked for inputs, blocked -> plain for the output).
+ */
+struct Operand {
+  memory user, internal;
+  dnnl::reorder reorder;
+  bool reordered = false;
+};
+Operand operand(const memory::desc& user, const memory::desc& internal,
+                bool output) {
+  Operand o{memory(user, engine(), nullptr), {}, {}, false};
+  if (internal == user) {
+    o.internal = o.user;
+    return o;
+  }
+  o.internal = memory(internal, engine());
+  o.reorder = output ? dnnl::reorder(o.internal, o.user)
+                     : dnnl::reorder(o.user, o.internal);
+  o.reordered = true;
+  return o;
+}
+
+/** A primitive with its operands; only the data pointers change. */
+struct Prepared {
+  dnnl::primitive primitive;
+  Operand src, weights, dst;  // x, filter, y: one of them is the output
+};
+
+/** The pass, the three shapes (x, filter, y) and the attributes. */
+using Key = std::vector<int64_t>;
+struct KeyHash {
+  size_t operator()(const Key& k) const {
+    size_t h = 0;
+    for (int64_t v : k) h = h * 1099511628211ull ^ std::hash<int64_t>()(v);
+    return h;
+  }
+};
+
+Prepared prepare(Pass pass, const ConvAttrs& a, const Shape& x, const Shape& w,
+                 const Shape& y) {
+  const memory::dims xd = activation_dims(x), wd = filter_dims(w, a.groups),
+                     yd = activation_dims(y);
+  const memory::desc src = plain_md(xd, activation_tag(x)),
+                     wei = plain_md(wd, filter_tag(w, a.groups)),
+                     dst = plain_md(yd, activation_tag(y));
+  const memory::desc src_any = any_md(xd), wei_any = any_md(wd),
+                     dst_any = any_md(yd);
+  memory::dims strides = dims(a.strides), pl = dims(a.pads_before),
+               pr = dims(a.pads_after), dil;
+  for (int64_t d : a.dilations) dil.push_back(d - 1);  // oneDNN counts gaps
+  const auto algo = dnnl::algorithm::convolution_direct;
+  dnnl::convolution_forward::primitive_desc fwd(
+      dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, algo,
+                                      src_any, wei_any, dst_any, strides, dil,
+                                      pl, pr),
+      engine());
+  Prepared p;
+  if (pass == Pass::forward) {
+    p.primitive = dnnl::convolution_forward(fwd);
+    p.src = operand(src, fwd.src_desc(), false);
+    p.weights = operand(wei, fwd.weights_desc(), false);
+    p.dst = operand(dst, fwd.dst_desc(), true);
+  } else if (pass == Pass::grad_input) {
+    dnnl::convolution_backward_data::primitive_desc pd(
+        dnnl::convolution_backward_data::desc(algo, src_any, wei_any, dst_any,
+                                              strides, dil, pl, pr),
+        engine(), fwd);
+    p.primitive = dnnl::convolution_backward_data(pd);
+    p.src = operand(src, pd.diff_src_desc(), true);
+    p.weights = operand(wei, pd.weights_desc(), false);
+    p.dst = operand(dst, pd.diff_dst_desc(), false);
+  } else {
+    dnnl::convolution_backward_weights::primitive_desc pd(
+        dnnl::convolution_backward_weights::desc(algo, src_any, wei_any,
+                                                 dst_any, strides, dil, pl, pr),
+        engine(), fwd);
+    p.primitive = dnnl::convolution_backward_weights(pd);
+    p.src = operand(src, pd.src_desc(), false);
+    p.weights = operand(wei, pd.diff_weights_desc(), true);
+    p.dst = operand(dst, pd.diff_dst_desc(), false);
+  }
+  return p;
+}
+
+/** Runs one pass on contiguous float32 x, filter and y (one is the output). */
+void run_f32(Pass pass, const ConvAttrs& a, const Tensor& x, const Tensor& w,
+             const Tensor& y) {
+  const int threads = config::intra_op_threads();
+  Key key{static_cast<int64_t>(pass), a.groups, threads};
+  for (const Shape* s : {&x.shape(), &w.shape(), &y.shape(), &a.strides,
+                         &a.dilations, &a.pads_before, &a.pads_after}) {
+    key.push_back(s->size());
+    key.insert(key.end(), s->begin(), s->end());
+  }
+  // Per thread: memory objects are not shared, so no lock on the hot path.
+  thread_local std::unordered_map<Key, Prepared, KeyHash> cache;
+  thread_local dnnl::stream stream(engine());
+  auto it = cache.find(key);
+  if (it == cache.end())
+    it = cache.emplace(key, prepare(pass, a, x.shape(), w.shape(), y.shape()))
+             .first;
+  if (omp_get_max_threads() != threads) omp_set_num_threads(threads);
+  Prepared& p = it->second;
+  p.src.user.set_data_handle(x.raw_data());
+  p.weights.user.set_data_handle(w.raw_data());
+  p.dst.user.set_data_handle(y.raw_data());
+  Operand* output = pass == Pass::forward      ? &p.dst
+                    : pass == Pass::grad_input ? &p.src
+                                               : &p.weights;
+  for (Operand* o : {&p.src, &p.weights, &p.dst})
+    if (o != output && o->reordered)
+      o->reorder.execute(stream, o->user, o->internal);
+  const int src_arg =
+      pass == Pass::grad_input ? DNNL_ARG_DIFF_SRC : DNNL_ARG_SRC;
+  const int wei_arg =
+      pass == Pass::grad_filter ? DNNL_ARG_DIFF_WEIGHTS : DNNL_ARG_WEIGHTS;
+  const int dst_arg = pass == Pass::forward ? DNNL_ARG_DST : DNNL_ARG_DIFF_DST;
+  p.primitive.execute(stream, {{src_arg, p.src.internal},
+                               {wei_arg, p.weights.internal},
+                               {dst_arg, p.dst.internal}});
+  if (output->reordered)
+    output->reorder.execute(stream, output->internal, output->user);
+  stream.wait();
+}
+
+Tensor dense(const Tensor& t) {
+  return t.is_contiguous() ? t : materialize(t);
+}
+
+/** False (after zero-filling `out`) when there is nothing to sum. */
+bool has_work(Inputs in, Tensor& out) {
+  if (out.numel() == 0) return false;
+  if (in[0].numel() != 0 && in[1].numel() != 0) return true;
+  std::fill_n(static_cast<char*>(out.raw_data()),
+              out.numel() * itemsize(out.dtype()), 0);
+  return false;
+}
+
+void conv(const Conv& op, Inputs in, Tensor& out) {
+  if (!has_work(in, out)) return;
+  const Tensor x = dense(in[0]), w = dense(in[1]);
+  if (out.dtype() == float32)
+    run_f32(Pass::forward, op.attrs, x, w, out);
+  else
+    conv_direct_forward(op.attrs, x, w, out);
+}
+
+void conv_grad_input(const ConvGradInput& op, Inputs in, Tensor& out) {
+  if (!has_work(in, out)) return;
+  const Tensor dy = dense(in[0]), w = dense(in[1]);
+  if (out.dtype() == float32)
+    run_f32(Pass::grad_input, op.attrs, out, w, dy);
+  else
+    conv_direct_grad_input(op.attrs, dy, w, out);
+}
+
+void conv_grad_filter(const ConvGradFilter& op, Inputs in, Tensor& out) {
+  if (!has_work(in, out)) return;
+  const Tensor x = dense(in[0]), dy = dense(in[1]);
+  if (out.dtype() == float32)
+    run_f32(Pass::grad_filter, op.attrs, x, out, dy);
+  else
+    conv_direct_grad_filter(op.attrs, x, dy, out);
+}
+
+}  // namespace
+
+void register_conv(Registry& r) {
+  r.set<Conv>(DeviceType::cpu, conv, "onednn");
+  r.set<ConvGradInput>(DeviceType::cpu, conv_grad_input, "onednn");
+  r.set<ConvGradFilter>(DeviceType::cpu, conv_grad_filter, "onednn");
+}
+
+}  // namespace tapeflow::cpu

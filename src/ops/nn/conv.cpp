@@ -1,0 +1,304 @@
+// Convolutions: conv1d/2d/3d, conv2d/3d_transpose, depthwise_conv2d,
+// separable_conv2d. Every public function validates its arguments, turns
+// channels-last layouts into channels-first views (transposes are free) and
+// applies Conv or ConvGradInput; the gradient rules of the three ops follow.
+#include "tapeflow/nn/conv.hpp"
+
+#include "core/apply.hpp"
+#include "ops/nn/conv_ops.hpp"
+#include "tapeflow/ops/shape.hpp"
+
+namespace tapeflow {
+
+Shape ConvAttrs::output_shape(const Shape& x, const Shape& filter) const {
+  Shape out{x[0], filter[0]};
+  for (int64_t i = 0; i < spatial(); ++i) {
+    const int64_t extent = (filter[i + 2] - 1) * dilations[i] + 1;
+    out.push_back(
+        (x[i + 2] + pads_before[i] + pads_after[i] - extent) / strides[i] + 1);
+  }
+  return out;
+}
+
+TensorSpec Conv::infer(Inputs in) const {
+  return {attrs.output_shape(in[0].shape(), in[1].shape()), in[0].dtype()};
+}
+
+// y = conv(x, w) is bilinear: <dy, conv(x', w)> = <grad_input(dy, w), x'>
+// and <dy, conv(x, w')> = <grad_filter(x, dy), w'>.
+Grads Conv::vjp(const VjpArgs& a) const {
+  return {a.needs(0)
+              ? apply(ConvGradInput{attrs, a.input_shape(0)}, {a.grad, a.x(1)})
+              : Tensor(),
+          a.needs(1)
+              ? apply(ConvGradFilter{attrs, a.input_shape(1)}, {a.x(0), a.grad})
+              : Tensor()};
+}
+
+// z = grad_input(g, w), cotangent v (x's shape):
+// <v, z> = <conv(v, w), g> = <grad_filter(v, g), w>.
+Grads ConvGradInput::vjp(const VjpArgs& a) const {
+  return {a.needs(0) ? apply(Conv{attrs}, {a.grad, a.x(1)}) : Tensor(),
+          a.needs(1)
+              ? apply(ConvGradFilter{attrs, a.input_shape(1)}, {a.grad, a.x(0)})
+              : Tensor()};
+}
+
+// z = grad_filter(x, g), cotangent v (the filter's shape):
+// <v, z> = <g, conv(x, v)> = <grad_input(g, v), x>.
+Grads ConvGradFilter::vjp(const VjpArgs& a) const {
+  return {a.needs(0)
+              ? apply(ConvGradInput{attrs, a.input_shape(0)}, {a.x(1), a.grad})
+              : Tensor(),
+          a.needs(1) ? apply(Conv{attrs}, {a.x(0), a.grad}) : Tensor()};
+}
+
+namespace nn {
+namespace {
+
+std::string tag(const char* op) {
+  return std::string("[") + op + "] ";
+}
+
+const char* const kFirst[] = {"NCW", "NCHW", "NCDHW"};
+const char* const kLast[] = {"NWC", "NHWC", "NDHWC"};
+
+/** True for the channels-last format of this rank; "NCHW" is the default. */
+bool channels_last(const char* op, int64_t nsp, const std::string& format) {
+  if (format == kFirst[nsp - 1] || format == "NCHW") return false;
+  if (format == kLast[nsp - 1]) return true;
+  throw ValueError(tag(op) + "expected data_format " + kFirst[nsp - 1] +
+                   " or " + kLast[nsp - 1] + ", got " + format);
+}
+
+void check_rank(const char* op, const Tensor& t, int64_t rank,
+                const char* what) {
+  if (t.rank() != rank)
+    throw ShapeError(tag(op) + "expected " + what + " of rank " +
+                     std::to_string(rank) + ", got shape " + t.shape().str());
+}
+
+void check_float(const char* op, const Tensor& t, const char* what) {
+  if (!is_floating(t.dtype()))
+    throw DTypeError(tag(op) + "expected " + what +
+                     " of float32 or float64, got " +
+                     std::string(dtype_name(t.dtype())));
+}
+
+/** (N, spatial..., C) -> (N, C, spatial...), or the inverse: views. */
+Tensor to_channels_first(const Tensor& x) {
+  std::vector<int64_t> perm{0, x.rank() - 1};
+  for (int64_t i = 1; i + 1 < x.rank(); ++i) perm.push_back(i);
+  return transpose(x, perm);
+}
+Tensor to_channels_last(const Tensor& y) {
+  std::vector<int64_t> perm{0};
+  for (int64_t i = 2; i < y.rank(); ++i) perm.push_back(i);
+  perm.push_back(1);
+  return transpose(y, perm);
+}
+Shape shape_to_channels_first(const Shape& s) {
+  Shape out{s[0], s[s.size() - 1]};
+  for (int64_t i = 1; i + 1 < s.size(); ++i) out.push_back(s[i]);
+  return out;
+}
+/** (k..., I, O) -> (O, I, k...): a view. */
+Tensor filter_to_oi(const Tensor& w) {
+  std::vector<int64_t> perm{w.rank() - 1, w.rank() - 2};
+  for (int64_t i = 0; i + 2 < w.rank(); ++i) perm.push_back(i);
+  return transpose(w, perm);
+}
+
+/** One positive entry per spatial axis from an options list. */
+Shape per_axis(const char* op, const std::vector<int64_t>& v, int64_t nsp,
+               const char* what) {
+  if (!v.empty() && v.size() != 1 && static_cast<int64_t>(v.size()) != nsp)
+    throw ShapeError(tag(op) + "expected " + std::to_string(nsp) + " " + what +
+                     ", got " + std::to_string(v.size()));
+  Shape out;
+  for (int64_t i = 0; i < nsp; ++i) {
+    const int64_t s = v.empty() ? 1 : v[v.size() == 1 ? 0 : i];
+    if (s <= 0)
+      throw ValueError(tag(op) + "expected positive " + what + ", got " +
+                       std::to_string(s));
+    out.push_back(s);
+  }
+  return out;
+}
+
+/** Checked attributes for channels-first shapes of x and the filter. */
+ConvAttrs resolve(const char* op, const Shape& x, const Shape& w,
+                  const ConvOptions& o, int64_t groups) {
+  const int64_t nsp = x.size() - 2;
+  ConvAttrs a;
+  a.strides = per_axis(op, o.strides, nsp, "strides");
+  a.dilations = per_axis(op, o.dilations, nsp, "dilations");
+  a.groups = groups;
+  if (groups <= 0 || x[1] % groups != 0 || w[0] % groups != 0)
+    throw ValueError(tag(op) + "expected groups dividing input channels (" +
+                     std::to_string(x[1]) + ") and filter out-channels (" +
+                     std::to_string(w[0]) + "), got " + std::to_string(groups));
+  if (x[1] != w[1] * groups)
+    throw ShapeError(tag(op) + "expected input channels " +
+                     std::to_string(x[1]) +
+                     " = filter in-channels * groups, got " +
+                     std::to_string(w[1]) + " * " + std::to_string(groups) +
+                     " (x " + x.str() + ", filter " + w.str() + ")");
+  const Padding& p = o.padding;
+  for (int64_t i = 0; i < nsp; ++i) {
+    const int64_t in = x[i + 2], s = a.strides[i];
+    const int64_t extent = (w[i + 2] - 1) * a.dilations[i] + 1;
+    int64_t before = 0, after = 0;
+    if (p.mode == "SAME") {
+      const int64_t total =
+          std::max<int64_t>(((in + s - 1) / s - 1) * s + extent - in, 0);
+      before = total / 2;
+      after = total - before;
+    } else if (p.mode == "EXPLICIT") {
+      if (static_cast<int64_t>(p.explicit_pads.size()) != 2 * nsp)
+        throw ShapeError(tag(op) + "expected " + std::to_string(2 * nsp) +
+                         " explicit pads, got " +
+                         std::to_string(p.explicit_pads.size()));
+      before = p.explicit_pads[2 * i];
+      after = p.explicit_pads[2 * i + 1];
+      if (before < 0 || after < 0)
+        throw ValueError(tag(op) + "expected non-negative pads, got " +
+                         std::to_string(before) + ", " + std::to_string(after));
+    } else if (p.mode != "VALID") {
+      throw ValueError(tag(op) +
+                       "expected padding SAME, VALID or explicit pads, got " +
+                       p.mode);
+    }
+    if (extent > in + before + after)
+      throw ShapeError(tag(op) + "expected a dilated filter extent <= " +
+                       "padded input along spatial axis " + std::to_string(i) +
+                       ", got " + std::to_string(extent) + " > " +
+                       std::to_string(in + before + after));
+    a.pads_before.push_back(before);
+    a.pads_after.push_back(after);
+  }
+  return a;
+}
+
+/** Channels-first x and filter, already rank- and dtype-checked. */
+Tensor run_conv(const char* op, const Tensor& x, const Tensor& w,
+                const ConvOptions& o, int64_t groups) {
+  const ConvAttrs attrs = resolve(op, x.shape(), w.shape(), o, groups);
+  auto [xp, wp] = promote_pair(x, w, op);
+  return apply(Conv{attrs}, {xp, wp});
+}
+
+Tensor conv_nd(const char* op, int64_t nsp, const Tensor& x,
+               const Tensor& filter, const ConvOptions& o) {
+  check_rank(op, x, nsp + 2, "x");
+  check_rank(op, filter, nsp + 2, "filter");
+  check_float(op, x, "x");
+  check_float(op, filter, "filter");
+  const bool last = channels_last(op, nsp, o.data_format);
+  if (!last) return run_conv(op, x, filter, o, o.groups);
+  return to_channels_last(
+      run_conv(op, to_channels_first(x), filter_to_oi(filter), o, o.groups));
+}
+
+Tensor conv_transpose_nd(const char* op, int64_t nsp, const Tensor& x,
+                         const Tensor& filter, const Shape& output_shape,
+                         const ConvOptions& o) {
+  check_rank(op, x, nsp + 2, "x");
+  check_rank(op, filter, nsp + 2, "filter");
+  if (output_shape.size() != nsp + 2)
+    throw ShapeError(tag(op) + "expected output_shape of rank " +
+                     std::to_string(nsp + 2) + ", got " + output_shape.str());
+  check_float(op, x, "x");
+  check_float(op, filter, "filter");
+  const bool last = channels_last(op, nsp, o.data_format);
+  const Tensor xc = last ? to_channels_first(x) : x;
+  const Tensor wc = last ? filter_to_oi(filter) : filter;
+  const Shape out = last ? shape_to_channels_first(output_shape) : output_shape;
+  const ConvAttrs attrs = resolve(op, out, wc.shape(), o, o.groups);
+  const Shape forward = attrs.output_shape(out, wc.shape());
+  if (!(forward == xc.shape()))
+    throw ShapeError(tag(op) + "expected x of shape " + forward.str() +
+                     " (channels-first) for output_shape " +
+                     output_shape.str() + ", got " + xc.shape().str());
+  auto [xp, wp] = promote_pair(xc, wc, op);
+  const Tensor y = apply(ConvGradInput{attrs, out}, {xp, wp});
+  return last ? to_channels_last(y) : y;
+}
+
+/** The depthwise filter as OIHW (C * M, 1, KH, KW). */
+Tensor depthwise_filter(const char* op, int64_t channels, const Tensor& f,
+                        bool last) {
+  const Shape& s = f.shape();
+  if (last) {
+    if (s[2] != channels)
+      throw ShapeError(tag(op) + "expected filter (KH, KW, " +
+                       std::to_string(channels) + ", M), got " + s.str());
+    return filter_to_oi(reshape(f, {s[0], s[1], 1, s[2] * s[3]}));
+  }
+  if (s[1] != 1 || s[0] % channels != 0)
+    throw ShapeError(tag(op) + "expected filter (" + std::to_string(channels) +
+                     " * M, 1, KH, KW), got " + s.str());
+  return f;
+}
+
+}  // namespace
+
+Tensor conv1d(const Tensor& x, const Tensor& filter, const ConvOptions& o) {
+  return conv_nd("conv1d", 1, x, filter, o);
+}
+Tensor conv2d(const Tensor& x, const Tensor& filter, const ConvOptions& o) {
+  return conv_nd("conv2d", 2, x, filter, o);
+}
+Tensor conv3d(const Tensor& x, const Tensor& filter, const ConvOptions& o) {
+  return conv_nd("conv3d", 3, x, filter, o);
+}
+
+Tensor conv2d_transpose(const Tensor& x, const Tensor& filter,
+                        const Shape& output_shape, const ConvOptions& o) {
+  return conv_transpose_nd("conv2d_transpose", 2, x, filter, output_shape, o);
+}
+Tensor conv3d_transpose(const Tensor& x, const Tensor& filter,
+                        const Shape& output_shape, const ConvOptions& o) {
+  return conv_transpose_nd("conv3d_transpose", 3, x, filter, output_shape, o);
+}
+
+Tensor depthwise_conv2d(const Tensor& x, const Tensor& filter,
+                        const ConvOptions& o) {
+  const char* op = "depthwise_conv2d";
+  check_rank(op, x, 4, "x");
+  check_rank(op, filter, 4, "filter");
+  check_float(op, x, "x");
+  check_float(op, filter, "filter");
+  const bool last = channels_last(op, 2, o.data_format);
+  const Tensor xc = last ? to_channels_first(x) : x;
+  const int64_t c = xc.shape()[1];
+  const Tensor y = run_conv(op, xc, depthwise_filter(op, c, filter, last), o,
+                            std::max<int64_t>(c, 1));
+  return last ? to_channels_last(y) : y;
+}
+
+Tensor separable_conv2d(const Tensor& x, const Tensor& depthwise_filter,
+                        const Tensor& pointwise_filter, const ConvOptions& o) {
+  const char* op = "separable_conv2d";
+  check_rank(op, x, 4, "x");
+  check_rank(op, depthwise_filter, 4, "depthwise_filter");
+  check_rank(op, pointwise_filter, 4, "pointwise_filter");
+  check_float(op, pointwise_filter, "pointwise_filter");
+  const bool last = channels_last(op, 2, o.data_format);
+  const Shape& d = depthwise_filter.shape();
+  const Shape& p = pointwise_filter.shape();
+  const int64_t mid = last ? d[2] * d[3] : d[0];
+  const int64_t p_in = last ? p[2] : p[1];
+  const bool one_by_one =
+      last ? p[0] == 1 && p[1] == 1 : p[2] == 1 && p[3] == 1;
+  if (!one_by_one || p_in != mid)
+    throw ShapeError(tag(op) + "expected a 1x1 pointwise filter with " +
+                     std::to_string(mid) + " in-channels, got " + p.str());
+  ConvOptions pointwise;
+  pointwise.data_format = o.data_format;
+  return conv2d(depthwise_conv2d(x, depthwise_filter, o), pointwise_filter,
+                pointwise);
+}
+
+}  // namespace nn
+}  // namespace tapeflow

@@ -1,0 +1,49 @@
+#pragma once
+// Convolution op structs: one N-d forward and its two linear adjoints, each a
+// registered op so that every gradient rule is one line and gradients of any
+// order stay convolutions. Layouts are channels-first: x (N, C, spatial...),
+// filter (O, C / groups, k...); the public functions transpose other layouts.
+#include "ops/elementwise_ops.hpp"
+
+namespace tapeflow {
+
+/** Geometry of a convolution; every Shape has one entry per spatial axis. */
+struct ConvAttrs {
+  Shape strides, dilations, pads_before, pads_after;
+  int64_t groups = 1;
+
+  int64_t spatial() const { return strides.size(); }
+  /** Output shape of the forward conv of x by filter. */
+  Shape output_shape(const Shape& x, const Shape& filter) const;
+};
+
+/** y = conv(x, filter). Inputs: x, filter. */
+struct Conv {
+  static constexpr const char* name = "conv";
+  static constexpr int save = kSaveInputs;
+  ConvAttrs attrs;
+  TensorSpec infer(Inputs in) const;
+  Grads vjp(const VjpArgs& a) const;
+};
+
+/** dx of Conv: linear in both inputs. Inputs: dy, filter. */
+struct ConvGradInput {
+  static constexpr const char* name = "conv_grad_input";
+  static constexpr int save = kSaveInputs;
+  ConvAttrs attrs;
+  Shape input_shape;
+  TensorSpec infer(Inputs in) const { return {input_shape, in[0].dtype()}; }
+  Grads vjp(const VjpArgs& a) const;
+};
+
+/** dfilter of Conv: linear in both inputs. Inputs: x, dy. */
+struct ConvGradFilter {
+  static constexpr const char* name = "conv_grad_filter";
+  static constexpr int save = kSaveInputs;
+  ConvAttrs attrs;
+  Shape filter_shape;
+  TensorSpec infer(Inputs in) const { return {filter_shape, in[0].dtype()}; }
+  Grads vjp(const VjpArgs& a) const;
+};
+
+}  // namespace tapeflow
