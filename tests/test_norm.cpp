@@ -253,3 +253,17 @@ TEST_CASE("normalization and dropout errors") {
       },
       p);
 }
+
+TEST_CASE("a second-order gradient through fused_batch_norm is refused") {
+  const auto x = testing::uniform64({4, 3, 2});
+  tpf::GradientTape outer;
+  outer.watch(x);
+  tpf::Tensor dx;
+  {
+    tpf::GradientTape inner;
+    inner.watch(x);
+    const auto y = nn::fused_batch_norm(x, {}, {}, 1e-3).y;
+    dx = inner.gradient(tpf::sum(y * y), {x})[0];
+  }
+  CHECK_THROWS_AS(outer.gradient(tpf::sum(dx), {x}), tpf::ValueError);
+}

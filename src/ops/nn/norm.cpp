@@ -123,4 +123,11 @@ Grads FusedBatchNorm::vjp(const VjpArgs& a) const {
           slice(packed, {n + c}, {c}), Tensor(), Tensor()};
 }
 
+Grads BatchNormGrad::vjp(const VjpArgs&) const {
+  throw ValueError(
+      "[fused_batch_norm] expected first-order gradients only, got a request "
+      "for a second-order one (nn::batch_normalization, the composite, has "
+      "gradients of any order)");
+}
+
 }  // namespace tapeflow

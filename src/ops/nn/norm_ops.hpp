@@ -32,6 +32,8 @@ struct BatchNormGrad {
   TensorSpec infer(Inputs in) const {
     return {Shape{in[0].numel() + 2 * in[0].shape()[1]}, in[0].dtype()};
   }
+  /** Not differentiable again: says so instead of a silent zero. */
+  Grads vjp(const VjpArgs& a) const;
 };
 
 }  // namespace tapeflow
