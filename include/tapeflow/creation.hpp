@@ -111,4 +111,15 @@ Tensor random_uniform(const Shape& shape, double minval = 0.0,
 Tensor random_normal(const Shape& shape, double mean = 0.0, double stddev = 1.0,
                      DType dtype = float32);
 
+/**
+ * Stateless variants (tf.random.stateless_*): the values depend only on
+ * `seed`, and the global stream is left as it is.
+ */
+Tensor stateless_random_uniform(const Shape& shape, uint64_t seed,
+                                double minval = 0.0, double maxval = 1.0,
+                                DType dtype = float32);
+Tensor stateless_random_normal(const Shape& shape, uint64_t seed,
+                               double mean = 0.0, double stddev = 1.0,
+                               DType dtype = float32);
+
 }  // namespace tapeflow

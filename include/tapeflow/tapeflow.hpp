@@ -12,6 +12,7 @@
 #include "tapeflow/nn/activations.hpp"
 #include "tapeflow/nn/conv.hpp"
 #include "tapeflow/nn/dropout.hpp"
+#include "tapeflow/nn/layers.hpp"
 #include "tapeflow/nn/losses.hpp"
 #include "tapeflow/nn/normalization.hpp"
 #include "tapeflow/nn/pooling.hpp"

@@ -43,10 +43,8 @@ class NodePool {
         for (void* p : l) ::operator delete(p);
     }
   };
-  static Lists& local() {
-    thread_local Lists lists __attribute__((tls_model("initial-exec")));
-    return lists;
-  }
+  /** This thread's lists (defined in tape.cpp). */
+  static Lists& local();
 };
 
 /** std::allocator-shaped adapter for std::allocate_shared. */

@@ -11,6 +11,11 @@
 
 namespace tapeflow::autograd {
 
+NodePool::Lists& NodePool::local() {
+  thread_local Lists lists __attribute__((tls_model("initial-exec")));
+  return lists;
+}
+
 thread_local int g_recording_tapes __attribute__((tls_model("initial-exec"))) =
     0;
 

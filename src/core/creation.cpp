@@ -141,6 +141,28 @@ Tensor random_normal(const Shape& shape, double mean, double stddev,
                   Inputs{});
 }
 
+Tensor stateless_random_uniform(const Shape& shape, uint64_t seed,
+                                double minval, double maxval, DType dtype) {
+  check_random(shape, dtype, "stateless_random_uniform");
+  if (!(minval < maxval))
+    throw ValueError(
+        "[stateless_random_uniform] expected minval < maxval, got " +
+        std::to_string(minval) + " and " + std::to_string(maxval));
+  return apply_on(Device::cpu(),
+                  RandomUniform{shape, dtype, minval, maxval, seed, 0},
+                  Inputs{});
+}
+
+Tensor stateless_random_normal(const Shape& shape, uint64_t seed, double mean,
+                               double stddev, DType dtype) {
+  check_random(shape, dtype, "stateless_random_normal");
+  if (stddev < 0)
+    throw ValueError("[stateless_random_normal] expected stddev >= 0, got " +
+                     std::to_string(stddev));
+  return apply_on(Device::cpu(),
+                  RandomNormal{shape, dtype, mean, stddev, seed, 0}, Inputs{});
+}
+
 Tensor shuffle(const Tensor& x) {
   if (x.rank() == 0) return x;
   const int64_t n = x.shape()[0];

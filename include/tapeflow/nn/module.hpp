@@ -1,0 +1,75 @@
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tapeflow/autograd.hpp"
+
+namespace tapeflow::nn {
+
+using NamedVariables = std::vector<std::pair<std::string, Variable>>;
+
+/**
+ * A layer or model: weights (Variables), child modules, train/eval mode.
+ * Weights are made on the first call, when the input's shape is known
+ * (Keras' build), unless the layer was told its input size up front.
+ */
+class Module {
+ public:
+  explicit Module(std::string type, std::string name = "");
+  virtual ~Module() = default;
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
+  Module(Module&&) = default;
+  Module& operator=(Module&&) = default;
+
+  /** Builds on the first call, then runs forward(). */
+  Tensor operator()(const Tensor& x);
+  virtual Tensor forward(const Tensor& x) = 0;
+
+  /** Trainable weights of this module and its children, in creation order. */
+  std::vector<Variable> parameters() const;
+  /** Trainable weights with hierarchical names, e.g. "conv2d/kernel". */
+  NamedVariables named_parameters() const;
+  /** Every weight, non-trainable ones (running statistics) included. */
+  NamedVariables named_variables() const;
+  int64_t count_params(bool trainable_only = false) const;
+
+  /** Training mode (dropout active, batch norm on batch statistics). */
+  void train(bool on = true);
+  void eval() { train(false); }
+  bool is_training() const { return training_; }
+  bool built() const { return built_; }
+
+  const std::string& name() const { return name_; }
+  void set_name(std::string name) { name_ = std::move(name); }
+  const std::string& type() const { return type_; }
+  const std::vector<std::shared_ptr<Module>>& children() const {
+    return children_;
+  }
+
+ protected:
+  /** Makes the weights for inputs of `input_shape` (called once). */
+  virtual void build(const Shape& input_shape);
+  /** Registers a weight under `name` and returns it. */
+  Variable add_weight(const std::string& name, const Tensor& value,
+                      bool trainable = true);
+  void add_child(std::shared_ptr<Module> child);
+  void mark_built() { built_ = true; }
+
+ private:
+  void collect(const std::string& prefix, bool trainable_only,
+               NamedVariables& out) const;
+
+  std::string type_;
+  std::string name_;
+  bool training_ = true;
+  bool built_ = false;
+  std::vector<std::pair<std::string, Variable>> weights_;
+  std::vector<bool> trainable_;
+  std::vector<std::shared_ptr<Module>> children_;
+};
+
+}  // namespace tapeflow::nn

@@ -1,0 +1,217 @@
+// Convolution layers over nn::conv1d/2d/3d and their transposed, depthwise
+// and separable forms. Kernels are kept in the layout the function takes for
+// the layer's data_format: (O, I, k...) channels-first, (k..., I, O) last.
+#include "tapeflow/nn/activations.hpp"
+#include "tapeflow/nn/layers/conv.hpp"
+
+namespace tapeflow::nn {
+namespace {
+
+bool channels_last(const std::string& data_format) {
+  return data_format.size() > 2 && data_format.back() == 'C';
+}
+
+int64_t product(const std::vector<int64_t>& v) {
+  int64_t p = 1;
+  for (int64_t d : v) p *= d;
+  return p;
+}
+
+/** (O, I, k...) or (k..., I, O). */
+Shape kernel_shape(const std::vector<int64_t>& k, int64_t out, int64_t in,
+                   bool last) {
+  Shape s;
+  if (!last) {
+    s.push_back(out);
+    s.push_back(in);
+  }
+  for (int64_t d : k) s.push_back(d);
+  if (last) {
+    s.push_back(in);
+    s.push_back(out);
+  }
+  return s;
+}
+
+std::string layer_type(int spatial) {
+  return "conv" + std::to_string(spatial) + "d";
+}
+
+}  // namespace
+
+ConvND::ConvND(int spatial, int64_t filters, std::vector<int64_t> kernel_size,
+               ConvLayerOptions options)
+    : Module(layer_type(spatial), options.name),
+      spatial_(spatial),
+      filters_(filters),
+      kernel_size_(std::move(kernel_size)),
+      options_(std::move(options)) {
+  if (kernel_size_.size() == 1 && spatial > 1)
+    kernel_size_.assign(spatial, kernel_size_[0]);
+  if (static_cast<int>(kernel_size_.size()) != spatial)
+    throw ValueError("[" + name() + "] expected a kernel size of " +
+                     std::to_string(spatial) + " extents, got " +
+                     std::to_string(kernel_size_.size()));
+}
+
+int64_t ConvND::channel_axis(int64_t rank) const {
+  return channels_last(options_.data_format) ? rank - 1 : 1;
+}
+
+ConvOptions ConvND::conv_options() const {
+  return {options_.strides, options_.padding, options_.dilations,
+          options_.groups, options_.data_format};
+}
+
+void ConvND::build(const Shape& input_shape) {
+  if (input_shape.size() != spatial_ + 2)
+    throw ShapeError("[" + name() + "] expected inputs of rank " +
+                     std::to_string(spatial_ + 2) + ", got " +
+                     input_shape.str());
+  const int64_t in =
+      input_shape[channel_axis(input_shape.size())] / options_.groups;
+  const int64_t k = product(kernel_size_);
+  const bool last = channels_last(options_.data_format);
+  kernel_ =
+      add_weight("kernel", options_.kernel_initializer(
+                               kernel_shape(kernel_size_, filters_, in, last),
+                               in * k, filters_ * k, float32));
+  if (options_.use_bias)
+    bias_ = add_weight("bias", options_.bias_initializer(
+                                   {filters_}, in * k, filters_ * k, float32));
+}
+
+namespace {
+Tensor finish(const Tensor& y, const Variable& bias,
+              const ConvLayerOptions& o) {
+  Tensor out = y;
+  if (bias.defined())
+    out = bias_add(out, bias, channels_last(o.data_format) ? "NHWC" : "NCHW");
+  return o.activation ? o.activation(out) : out;
+}
+}  // namespace
+
+Tensor ConvND::forward(const Tensor& x) {
+  const ConvOptions o = conv_options();
+  const Tensor y = spatial_ == 1   ? conv1d(x, kernel_, o)
+                   : spatial_ == 2 ? conv2d(x, kernel_, o)
+                                   : conv3d(x, kernel_, o);
+  return finish(y, bias_, options_);
+}
+
+Conv2DTranspose::Conv2DTranspose(int64_t filters,
+                                 std::vector<int64_t> kernel_size,
+                                 ConvLayerOptions options)
+    : ConvND(2, filters, std::move(kernel_size), std::move(options)) {
+  set_name(options_.name.empty() ? "conv2d_transpose" : options_.name);
+}
+
+void Conv2DTranspose::build(const Shape& input_shape) {
+  if (input_shape.size() != 4)
+    throw ShapeError("[" + name() + "] expected inputs of rank 4, got " +
+                     input_shape.str());
+  const int64_t in = input_shape[channel_axis(4)];
+  const int64_t k = product(kernel_size_);
+  // The forward conv this transposes maps filters_ channels to `in`.
+  kernel_ = add_weight("kernel",
+                       options_.kernel_initializer(
+                           kernel_shape(kernel_size_, in, filters_,
+                                        channels_last(options_.data_format)),
+                           filters_ * k, in * k, float32));
+  if (options_.use_bias)
+    bias_ = add_weight("bias", options_.bias_initializer(
+                                   {filters_}, filters_ * k, in * k, float32));
+}
+
+Tensor Conv2DTranspose::forward(const Tensor& x) {
+  const bool last = channels_last(options_.data_format);
+  const int64_t h_axis = last ? 1 : 2;
+  Shape out = x.shape();
+  out[last ? 3 : 1] = filters_;
+  for (int i = 0; i < 2; ++i) {
+    const int64_t s = options_.strides.empty()       ? 1
+                      : options_.strides.size() == 1 ? options_.strides[0]
+                                                     : options_.strides[i];
+    const int64_t d = options_.dilations.empty()       ? 1
+                      : options_.dilations.size() == 1 ? options_.dilations[0]
+                                                       : options_.dilations[i];
+    const int64_t in = x.shape()[h_axis + i];
+    out[h_axis + i] = options_.padding.mode == "SAME"
+                          ? in * s
+                          : (in - 1) * s + (kernel_size_[i] - 1) * d + 1;
+  }
+  return finish(conv2d_transpose(x, kernel_, out, conv_options()), bias_,
+                options_);
+}
+
+DepthwiseConv2D::DepthwiseConv2D(std::vector<int64_t> kernel_size,
+                                 int64_t depth_multiplier,
+                                 ConvLayerOptions options)
+    : ConvND(2, 0, std::move(kernel_size), std::move(options)),
+      multiplier_(depth_multiplier) {
+  set_name(options_.name.empty() ? "depthwise_conv2d" : options_.name);
+}
+
+void DepthwiseConv2D::build(const Shape& input_shape) {
+  if (input_shape.size() != 4)
+    throw ShapeError("[" + name() + "] expected inputs of rank 4, got " +
+                     input_shape.str());
+  const int64_t c = input_shape[channel_axis(4)];
+  const int64_t k = product(kernel_size_);
+  const bool last = channels_last(options_.data_format);
+  // NCHW (C * M, 1, kh, kw); NHWC TensorFlow's (kh, kw, C, M).
+  const Shape shape =
+      last ? Shape{kernel_size_[0], kernel_size_[1], c, multiplier_}
+           : Shape{c * multiplier_, 1, kernel_size_[0], kernel_size_[1]};
+  kernel_ = add_weight(
+      "depthwise_kernel",
+      options_.kernel_initializer(shape, k, k * multiplier_, float32));
+  if (options_.use_bias)
+    bias_ =
+        add_weight("bias", options_.bias_initializer({c * multiplier_}, k,
+                                                     k * multiplier_, float32));
+}
+
+Tensor DepthwiseConv2D::forward(const Tensor& x) {
+  return finish(depthwise_conv2d(x, kernel_, conv_options()), bias_, options_);
+}
+
+SeparableConv2D::SeparableConv2D(int64_t filters,
+                                 std::vector<int64_t> kernel_size,
+                                 int64_t depth_multiplier,
+                                 ConvLayerOptions options)
+    : ConvND(2, filters, std::move(kernel_size), std::move(options)),
+      multiplier_(depth_multiplier) {
+  set_name(options_.name.empty() ? "separable_conv2d" : options_.name);
+}
+
+void SeparableConv2D::build(const Shape& input_shape) {
+  if (input_shape.size() != 4)
+    throw ShapeError("[" + name() + "] expected inputs of rank 4, got " +
+                     input_shape.str());
+  const int64_t c = input_shape[channel_axis(4)];
+  const int64_t k = product(kernel_size_);
+  const bool last = channels_last(options_.data_format);
+  const Shape depthwise =
+      last ? Shape{kernel_size_[0], kernel_size_[1], c, multiplier_}
+           : Shape{c * multiplier_, 1, kernel_size_[0], kernel_size_[1]};
+  const Shape pointwise = last ? Shape{1, 1, c * multiplier_, filters_}
+                               : Shape{filters_, c * multiplier_, 1, 1};
+  kernel_ = add_weight(
+      "depthwise_kernel",
+      options_.kernel_initializer(depthwise, k, k * multiplier_, float32));
+  pointwise_ = add_weight("pointwise_kernel",
+                          options_.kernel_initializer(
+                              pointwise, c * multiplier_, filters_, float32));
+  if (options_.use_bias)
+    bias_ =
+        add_weight("bias", options_.bias_initializer(
+                               {filters_}, c * multiplier_, filters_, float32));
+}
+
+Tensor SeparableConv2D::forward(const Tensor& x) {
+  return finish(separable_conv2d(x, kernel_, pointwise_, conv_options()), bias_,
+                options_);
+}
+
+}  // namespace tapeflow::nn

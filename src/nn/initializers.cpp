@@ -1,0 +1,74 @@
+#include "tapeflow/nn/initializers.hpp"
+
+#include <cmath>
+
+#include "tapeflow/creation.hpp"
+#include "tapeflow/ops/math.hpp"
+#include "tapeflow/ops/reduce.hpp"
+
+namespace tapeflow::nn {
+namespace {
+
+/** A fresh seed per draw: the global stream, or the given seed onwards. */
+uint64_t draw_seed(Seed& seed) {
+  if (seed) return (*seed)++ * 0x9E3779B97F4A7C15ull + 1;
+  return static_cast<uint64_t>(
+      random_uniform({}, 0.0, 9007199254740992.0, float64).item<double>());
+}
+
+Tensor truncated(const Shape& shape, double mean, double stddev, DType dtype,
+                 Seed seed) {
+  Tensor z = stateless_random_normal(shape, draw_seed(seed), 0.0, 1.0, dtype);
+  // Redraw what fell beyond two standard deviations until nothing does
+  // (4.6% per round: a handful of rounds).
+  for (int round = 0; round < 64; ++round) {
+    const Tensor outside = abs(z) > scalar_like(z, 2.0);
+    if (sum(outside).item<int64_t>() == 0) break;
+    z = where(outside,
+              stateless_random_normal(shape, draw_seed(seed), 0.0, 1.0, dtype),
+              z);
+  }
+  return z * stddev + mean;
+}
+
+}  // namespace
+
+Initializer glorot_uniform(Seed seed) {
+  return [seed](const Shape& shape, int64_t fan_in, int64_t fan_out,
+                DType dtype) mutable {
+    const double limit =
+        std::sqrt(6.0 / double(std::max<int64_t>(fan_in + fan_out, 1)));
+    return stateless_random_uniform(shape, draw_seed(seed), -limit, limit,
+                                    dtype);
+  };
+}
+
+Initializer he_normal(Seed seed) {
+  return [seed](const Shape& shape, int64_t fan_in, int64_t, DType dtype) {
+    // 0.8796... is the stddev of a unit normal truncated at +-2 (as Keras).
+    const double stddev =
+        std::sqrt(2.0 / double(std::max<int64_t>(fan_in, 1))) /
+        0.87962566103423978;
+    return truncated(shape, 0.0, stddev, dtype, seed);
+  };
+}
+
+Initializer truncated_normal(double mean, double stddev, Seed seed) {
+  return [=](const Shape& shape, int64_t, int64_t, DType dtype) {
+    return truncated(shape, mean, stddev, dtype, seed);
+  };
+}
+
+Initializer zeros_initializer() {
+  return [](const Shape& shape, int64_t, int64_t, DType dtype) {
+    return zeros(shape, dtype);
+  };
+}
+
+Initializer constant(double value) {
+  return [value](const Shape& shape, int64_t, int64_t, DType dtype) {
+    return full(shape, value, dtype);
+  };
+}
+
+}  // namespace tapeflow::nn

@@ -1,0 +1,166 @@
+// Dense, normalization, dropout, flatten, pooling and Sequential layers.
+#include "tapeflow/nn/layers.hpp"
+
+#include <iomanip>
+#include <sstream>
+
+#include "tapeflow/creation.hpp"
+#include "tapeflow/nn/activations.hpp"
+#include "tapeflow/nn/dropout.hpp"
+#include "tapeflow/nn/normalization.hpp"
+#include "tapeflow/ops/linalg.hpp"
+#include "tapeflow/ops/math.hpp"
+#include "tapeflow/ops/shape.hpp"
+
+namespace tapeflow::nn {
+
+Dense::Dense(int64_t units, DenseOptions options)
+    : Module("dense", options.name),
+      units_(units),
+      options_(std::move(options)) {
+  if (units <= 0)
+    throw ValueError("[Dense] expected units > 0, got " +
+                     std::to_string(units));
+  if (options_.input_dim > 0) {
+    build({options_.input_dim});
+    mark_built();
+  }
+}
+
+void Dense::build(const Shape& input_shape) {
+  if (input_shape.empty())
+    throw ShapeError("[" + name() +
+                     "] expected an input of rank >= 1, got a scalar");
+  const int64_t in = input_shape.back();
+  kernel_ = add_weight(
+      "kernel", options_.kernel_initializer({in, units_}, in, units_, float32));
+  if (options_.use_bias)
+    bias_ = add_weight(
+        "bias", options_.bias_initializer({units_}, in, units_, float32));
+}
+
+Tensor Dense::forward(const Tensor& x) {
+  const int64_t in = kernel_.shape()[0];
+  if (x.rank() < 1 || x.shape().back() != in)
+    throw ShapeError("[" + name() + "] expected inputs (..., " +
+                     std::to_string(in) + "), got " + x.shape().str());
+  Tensor y = x.rank() == 2
+                 ? matmul(x, kernel_)
+                 : reshape(matmul(reshape(x, {-1, in}), kernel_), [&] {
+                     Shape s = x.shape();
+                     s[s.size() - 1] = units_;
+                     return s;
+                   }());
+  if (options_.use_bias) y = y + bias_;
+  return options_.activation ? options_.activation(y) : y;
+}
+
+BatchNormalization::BatchNormalization(BatchNormOptions options)
+    : Module("batch_normalization", options.name),
+      options_(std::move(options)) {}
+
+void BatchNormalization::build(const Shape& input_shape) {
+  if (input_shape.size() < 2)
+    throw ShapeError("[" + name() + "] expected inputs (N, C, ...), got " +
+                     input_shape.str());
+  const int64_t c = input_shape[1];
+  if (options_.scale) gamma_ = add_weight("gamma", ones({c}));
+  if (options_.center) beta_ = add_weight("beta", zeros({c}));
+  moving_mean_ = add_weight("moving_mean", zeros({c}), false);
+  moving_variance_ = add_weight("moving_variance", ones({c}), false);
+}
+
+Tensor BatchNormalization::forward(const Tensor& x) {
+  return fused_batch_norm(x, gamma_, beta_, options_.epsilon, is_training(),
+                          moving_mean_, moving_variance_, options_.momentum)
+      .y;
+}
+
+Dropout::Dropout(double rate, std::optional<uint64_t> seed, std::string name)
+    : Module("dropout", std::move(name)), rate_(rate), seed_(seed) {
+  if (rate < 0 || rate >= 1)
+    throw ValueError("[Dropout] expected a rate in [0, 1), got " +
+                     std::to_string(rate));
+}
+
+Tensor Dropout::forward(const Tensor& x) {
+  if (!is_training() || rate_ == 0) return x;
+  // A seeded layer draws a new mask per call, still repeatable run to run.
+  std::optional<uint64_t> seed;
+  if (seed_) seed = *seed_ + 0x9E3779B97F4A7C15ull * calls_++;
+  return dropout(x, rate_, true, {}, seed);
+}
+
+Tensor Flatten::forward(const Tensor& x) {
+  if (x.rank() < 1)
+    throw ShapeError("[" + name() + "] expected inputs (N, ...), got a scalar");
+  return reshape(x, {x.shape()[0], -1});
+}
+
+Pool::Pool(Kind kind, int spatial, PoolOptions options, std::string name)
+    : Module(std::string(kind == Kind::max ? "max" : "avg") + "_pooling" +
+                 std::to_string(spatial) + "d",
+             std::move(name)),
+      kind_(kind),
+      spatial_(spatial),
+      options_(std::move(options)) {}
+
+Tensor Pool::forward(const Tensor& x) {
+  if (spatial_ == 2)
+    return kind_ == Kind::max ? max_pool2d(x, options_)
+                              : avg_pool2d(x, options_);
+  return kind_ == Kind::max ? max_pool3d(x, options_) : avg_pool3d(x, options_);
+}
+
+void Sequential::append(std::shared_ptr<Module> layer) {
+  // Keras naming: the type, then type_1, type_2, ... among this model's layers
+  // (a name given explicitly is kept).
+  if (layer->name() == layer->type()) {
+    int same = 0;
+    for (const auto& c : children()) same += c->type() == layer->type() ? 1 : 0;
+    if (same > 0) layer->set_name(layer->type() + "_" + std::to_string(same));
+  }
+  add_child(std::move(layer));
+}
+
+Tensor Sequential::forward(const Tensor& x) {
+  Tensor y = x;
+  for (const auto& layer : children()) y = (*layer)(y);
+  return y;
+}
+
+std::string Sequential::summary(const Shape& input_shape) {
+  const bool was_training = is_training();
+  eval();
+  std::vector<std::pair<Shape, int64_t>> rows;
+  {
+    NoGradGuard no_grad;
+    Tensor y = zeros(input_shape);
+    for (const auto& layer : children()) {
+      y = (*layer)(y);
+      rows.emplace_back(y.shape(), layer->count_params());
+    }
+  }
+  train(was_training);
+  std::ostringstream os;
+  const auto line = [&](char c) { os << std::string(66, c) << '\n'; };
+  os << "Model: \"" << name() << "\"\n";
+  line('=');
+  os << std::left << std::setw(30) << "Layer (type)" << std::setw(24)
+     << "Output Shape"
+     << "Param #\n";
+  line('=');
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const auto& layer = children()[i];
+    os << std::left << std::setw(30)
+       << (layer->name() + " (" + layer->type() + ")") << std::setw(24)
+       << rows[i].first.str() << rows[i].second << '\n';
+  }
+  line('=');
+  const int64_t total = count_params(), trainable = count_params(true);
+  os << "Total params: " << total << "\nTrainable params: " << trainable
+     << "\nNon-trainable params: " << total - trainable << '\n';
+  return os.str();
+}
+
+}  // namespace tapeflow::nn

@@ -1,0 +1,78 @@
+#include "tapeflow/nn/module.hpp"
+
+namespace tapeflow::nn {
+
+Module::Module(std::string type, std::string name)
+    : type_(std::move(type)), name_(name.empty() ? type_ : std::move(name)) {}
+
+Tensor Module::operator()(const Tensor& x) {
+  if (!built_) {
+    build(x.shape());
+    built_ = true;
+  }
+  return forward(x);
+}
+
+void Module::build(const Shape&) {}
+
+Variable Module::add_weight(const std::string& name, const Tensor& value,
+                            bool trainable) {
+  for (const auto& [existing, v] : weights_)
+    if (existing == name)
+      throw ValueError("[" + name_ + "] expected a new weight name, got \"" +
+                       name + "\" twice");
+  Variable v(value, trainable);
+  weights_.emplace_back(name, v);
+  trainable_.push_back(trainable);
+  return v;
+}
+
+void Module::add_child(std::shared_ptr<Module> child) {
+  for (const auto& c : children_)
+    if (c->name() == child->name())
+      throw ValueError("[" + name_ + "] expected unique layer names, got \"" +
+                       child->name() + "\" twice");
+  children_.push_back(std::move(child));
+}
+
+void Module::collect(const std::string& prefix, bool trainable_only,
+                     NamedVariables& out) const {
+  const std::string base = prefix.empty() ? name_ : prefix + "/" + name_;
+  for (size_t i = 0; i < weights_.size(); ++i)
+    if (!trainable_only || trainable_[i])
+      out.emplace_back(base + "/" + weights_[i].first, weights_[i].second);
+  for (const auto& c : children_) c->collect(base, trainable_only, out);
+}
+
+NamedVariables Module::named_parameters() const {
+  NamedVariables out;
+  collect("", true, out);
+  return out;
+}
+
+NamedVariables Module::named_variables() const {
+  NamedVariables out;
+  collect("", false, out);
+  return out;
+}
+
+std::vector<Variable> Module::parameters() const {
+  std::vector<Variable> out;
+  for (auto& [name, v] : named_parameters()) out.push_back(v);
+  return out;
+}
+
+int64_t Module::count_params(bool trainable_only) const {
+  int64_t n = 0;
+  for (auto& [name, v] :
+       trainable_only ? named_parameters() : named_variables())
+    n += v.numel();
+  return n;
+}
+
+void Module::train(bool on) {
+  training_ = on;
+  for (auto& c : children_) c->train(on);
+}
+
+}  // namespace tapeflow::nn
