@@ -9,7 +9,7 @@ packages=(
   g++ meson ninja-build pkg-config cmake python3
   xtl-dev libxsimd-dev libxtensor-dev libxtensor-blas-dev
   libdnnl-dev liblapack-dev libblas-dev
-  doctest-dev libbenchmark-dev
+  doctest-dev libbenchmark-dev libcli11-dev
 )
 if [[ "${1:-}" == "--peers" ]]; then
   # Debian's libtorch multiplies through libblas.so.3: without OpenBLAS that is
