@@ -19,3 +19,4 @@
 #include "tapeflow/ops/math.hpp"
 #include "tapeflow/ops/reduce.hpp"
 #include "tapeflow/ops/shape.hpp"
+#include "tapeflow/optim.hpp"
