@@ -20,3 +20,4 @@
 #include "tapeflow/ops/math.hpp"
 #include "tapeflow/ops/reduce.hpp"
 #include "tapeflow/ops/shape.hpp"
+#include "tapeflow/optim.hpp"

@@ -1,0 +1,91 @@
+#include "tapeflow/optim/schedules.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+#include <string>
+
+#include "tapeflow/core/error.hpp"
+
+namespace tapeflow::optim {
+
+namespace {
+
+void check_steps(const char* who, const char* what, int64_t steps,
+                 int64_t min) {
+  if (steps < min)
+    throw ValueError(std::string("[") + who + "] expected " + what + " >= " +
+                     std::to_string(min) + ", got " + std::to_string(steps));
+}
+
+}  // namespace
+
+ExponentialDecay::ExponentialDecay(double initial_learning_rate,
+                                   int64_t decay_steps, double decay_rate,
+                                   bool staircase)
+    : initial_(initial_learning_rate),
+      decay_steps_(decay_steps),
+      decay_rate_(decay_rate),
+      staircase_(staircase) {
+  check_steps("ExponentialDecay", "decay_steps", decay_steps, 1);
+}
+
+double ExponentialDecay::operator()(int64_t step) const {
+  double p = static_cast<double>(step) / static_cast<double>(decay_steps_);
+  if (staircase_) p = std::floor(p);
+  return initial_ * std::pow(decay_rate_, p);
+}
+
+PiecewiseConstantDecay::PiecewiseConstantDecay(std::vector<int64_t> boundaries,
+                                               std::vector<double> values)
+    : boundaries_(std::move(boundaries)), values_(std::move(values)) {
+  if (values_.size() != boundaries_.size() + 1)
+    throw ValueError(
+        "[PiecewiseConstantDecay] expected one more value than boundaries, "
+        "got " +
+        std::to_string(boundaries_.size()) + " boundaries and " +
+        std::to_string(values_.size()) + " values");
+  for (size_t i = 1; i < boundaries_.size(); ++i)
+    if (!(boundaries_[i - 1] < boundaries_[i]))
+      throw ValueError(
+          "[PiecewiseConstantDecay] expected increasing boundaries, got " +
+          std::to_string(boundaries_[i - 1]) + " then " +
+          std::to_string(boundaries_[i]));
+}
+
+double PiecewiseConstantDecay::operator()(int64_t step) const {
+  // The first boundary b with step <= b picks its value; past all: the last.
+  const auto it =
+      std::lower_bound(boundaries_.begin(), boundaries_.end(), step);
+  return values_[static_cast<size_t>(it - boundaries_.begin())];
+}
+
+CosineDecay::CosineDecay(double initial_learning_rate, int64_t decay_steps,
+                         double alpha, std::optional<double> warmup_target,
+                         int64_t warmup_steps)
+    : initial_(initial_learning_rate),
+      decay_steps_(decay_steps),
+      alpha_(alpha),
+      warmup_target_(warmup_target),
+      warmup_steps_(warmup_steps) {
+  check_steps("CosineDecay", "decay_steps", decay_steps, 1);
+  check_steps("CosineDecay", "warmup_steps", warmup_steps, 0);
+}
+
+double CosineDecay::decay(double step, double from) const {
+  const double fraction = step / static_cast<double>(decay_steps_);
+  const double cosine = 0.5 * (1.0 + std::cos(std::numbers::pi * fraction));
+  return from * ((1.0 - alpha_) * cosine + alpha_);
+}
+
+double CosineDecay::operator()(int64_t step) const {
+  if (!warmup_target_)
+    return decay(static_cast<double>(std::min(step, decay_steps_)), initial_);
+  const double s =
+      static_cast<double>(std::min(step, decay_steps_ + warmup_steps_));
+  const double warm = static_cast<double>(warmup_steps_);
+  if (s < warm) return (*warmup_target_ - initial_) * (s / warm) + initial_;
+  return decay(s - warm, *warmup_target_);
+}
+
+}  // namespace tapeflow::optim

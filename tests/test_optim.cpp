@@ -1,0 +1,576 @@
+// tpf::optim: every optimizer's first three steps against its update formula
+// computed here in plain doubles (parameters and slots), variants, minimize,
+// learning-rate schedules, gradient clipping, errors and constant memory.
+#include <cmath>
+#include <limits>
+#include <numbers>
+
+#include "support/check.hpp"
+
+namespace optim = tpf::optim;
+using Vec = std::vector<double>;
+
+namespace {
+
+const Vec kW0 = {1.0, -2.0, 0.5};
+// The gradient of the third element shrinks at step 2, so AMSGrad's vhat
+// differs from v.
+const std::vector<Vec> kG = {
+    {0.1, -0.2, 0.3}, {-0.5, 0.4, 0.05}, {0.2, 0.2, -0.7}};
+
+tpf::Tensor t64(const Vec& v) {
+  return tpf::from_vector(v, {static_cast<int64_t>(v.size())});
+}
+
+void check_vec(const tpf::Tensor& t, const Vec& expected) {
+  CHECK(t.dtype() == tpf::float64);
+  CHECK_CLOSE(t, t64(expected), 1e-12, 1e-14);
+}
+
+/** Three apply_gradients steps of kG on a float64 Variable from kW0. */
+tpf::Variable run3(optim::Optimizer& opt) {
+  tpf::Variable w(t64(kW0));
+  for (const Vec& g : kG) opt.apply_gradients({t64(g)}, {w});
+  CHECK(opt.iterations() == 3);
+  return w;
+}
+
+/** f() throws E whose message starts with `prefix`. */
+template <class E, class F>
+void expect_error(F&& f, const char* prefix) {
+  bool thrown = false;
+  try {
+    f();
+  } catch (const E& e) {
+    thrown = true;
+    CHECK_MESSAGE(std::string(e.what()).rfind(prefix, 0) == 0, e.what());
+  }
+  CHECK_MESSAGE(thrown, std::string(prefix));
+}
+
+}  // namespace
+
+TEST_CASE("SGD: w -= lr g") {
+  optim::SGD opt(0.1);
+  const auto w = run3(opt);
+  Vec e = kW0;
+  for (const Vec& g : kG)
+    for (size_t i = 0; i < 3; ++i) e[i] -= 0.1 * g[i];
+  check_vec(w, e);
+  CHECK(opt.slots().empty());
+}
+
+TEST_CASE("SGD with momentum, plain and Nesterov (Keras)") {
+  for (const bool nesterov : {false, true}) {
+    CAPTURE(nesterov);
+    optim::SGD opt(
+        {.learning_rate = 0.1, .momentum = 0.8, .nesterov = nesterov});
+    const auto w = run3(opt);
+    Vec e = kW0, m(3, 0.0);
+    for (const Vec& g : kG)
+      for (size_t i = 0; i < 3; ++i) {
+        m[i] = 0.8 * m[i] - 0.1 * g[i];
+        e[i] += nesterov ? 0.8 * m[i] - 0.1 * g[i] : m[i];
+      }
+    check_vec(w, e);
+    check_vec(opt.slot(w, "momentum"), m);
+    REQUIRE(opt.slots().size() == 1);
+    CHECK(opt.slots()[0].first == "param0/momentum");
+  }
+}
+
+TEST_CASE("Momentum (TensorFlow), plain and Nesterov") {
+  for (const bool nesterov : {false, true}) {
+    CAPTURE(nesterov);
+    optim::Momentum opt(
+        {.learning_rate = 0.1, .momentum = 0.7, .nesterov = nesterov});
+    const auto w = run3(opt);
+    Vec e = kW0, a(3, 0.0);
+    for (const Vec& g : kG)
+      for (size_t i = 0; i < 3; ++i) {
+        a[i] = 0.7 * a[i] + g[i];
+        e[i] -= nesterov ? 0.1 * g[i] + 0.1 * 0.7 * a[i] : 0.1 * a[i];
+      }
+    check_vec(w, e);
+    check_vec(opt.slot(w, "momentum"), a);
+  }
+}
+
+TEST_CASE("Adagrad") {
+  optim::Adagrad opt({.learning_rate = 0.2,
+                      .initial_accumulator_value = 0.05,
+                      .epsilon = 1e-3});
+  const auto w = run3(opt);
+  Vec e = kW0, a(3, 0.05);
+  for (const Vec& g : kG)
+    for (size_t i = 0; i < 3; ++i) {
+      a[i] += g[i] * g[i];
+      e[i] -= 0.2 * g[i] / std::sqrt(a[i] + 1e-3);
+    }
+  check_vec(w, e);
+  check_vec(opt.slot(w, "accumulator"), a);
+}
+
+TEST_CASE("Adadelta") {
+  optim::Adadelta opt({.learning_rate = 0.5, .rho = 0.9, .epsilon = 1e-4});
+  const auto w = run3(opt);
+  Vec e = kW0, a(3, 0.0), d(3, 0.0);
+  for (const Vec& g : kG)
+    for (size_t i = 0; i < 3; ++i) {
+      a[i] = 0.9 * a[i] + 0.1 * g[i] * g[i];
+      const double u = -std::sqrt(d[i] + 1e-4) * g[i] / std::sqrt(a[i] + 1e-4);
+      d[i] = 0.9 * d[i] + 0.1 * u * u;
+      e[i] += 0.5 * u;
+    }
+  check_vec(w, e);
+  check_vec(opt.slot(w, "accumulated_grad"), a);
+  check_vec(opt.slot(w, "accumulated_delta_var"), d);
+}
+
+TEST_CASE("RMSProp: plain, momentum, centered, both") {
+  for (const double momentum : {0.0, 0.6})
+    for (const bool centered : {false, true}) {
+      CAPTURE(momentum);
+      CAPTURE(centered);
+      optim::RMSProp opt({.learning_rate = 0.05,
+                          .rho = 0.8,
+                          .momentum = momentum,
+                          .epsilon = 1e-3,
+                          .centered = centered});
+      const auto w = run3(opt);
+      Vec e = kW0, v(3, 0.0), m(3, 0.0), a(3, 0.0);
+      for (const Vec& g : kG)
+        for (size_t i = 0; i < 3; ++i) {
+          v[i] = 0.8 * v[i] + 0.2 * g[i] * g[i];
+          double den = v[i] + 1e-3;
+          if (centered) {
+            a[i] = 0.8 * a[i] + 0.2 * g[i];
+            den = v[i] - a[i] * a[i] + 1e-3;
+          }
+          const double inc = 0.05 * g[i] / std::sqrt(den);
+          if (momentum > 0) {
+            m[i] = momentum * m[i] + inc;
+            e[i] -= m[i];
+          } else {
+            e[i] -= inc;
+          }
+        }
+      check_vec(w, e);
+      check_vec(opt.slot(w, "velocity"), v);
+      if (momentum > 0) check_vec(opt.slot(w, "momentum"), m);
+      if (centered) check_vec(opt.slot(w, "average_gradient"), a);
+      CHECK(opt.slots().size() == 1 + (momentum > 0) + centered);
+    }
+}
+
+namespace {
+
+/** Keras Adam/AdamW in doubles; returns (w, m, v, vhat). */
+std::vector<Vec> adam_by_hand(double lr, double b1, double b2, double eps,
+                              bool amsgrad, double weight_decay) {
+  Vec w = kW0, m(3, 0.0), v(3, 0.0), vhat(3, 0.0);
+  for (int t = 1; t <= 3; ++t) {
+    const Vec& g = kG[t - 1];
+    const double lr_t =
+        lr * std::sqrt(1 - std::pow(b2, t)) / (1 - std::pow(b1, t));
+    for (size_t i = 0; i < 3; ++i) {
+      w[i] -= lr * weight_decay * w[i];
+      m[i] = b1 * m[i] + (1 - b1) * g[i];
+      v[i] = b2 * v[i] + (1 - b2) * g[i] * g[i];
+      vhat[i] = std::max(vhat[i], v[i]);
+      w[i] -= lr_t * m[i] / (std::sqrt(amsgrad ? vhat[i] : v[i]) + eps);
+    }
+  }
+  return {w, m, v, vhat};
+}
+
+}  // namespace
+
+TEST_CASE("Adam and AMSGrad") {
+  for (const bool amsgrad : {false, true}) {
+    CAPTURE(amsgrad);
+    optim::Adam opt({.learning_rate = 0.1,
+                     .beta_1 = 0.8,
+                     .beta_2 = 0.95,
+                     .epsilon = 1e-3,
+                     .amsgrad = amsgrad});
+    const auto w = run3(opt);
+    const auto e = adam_by_hand(0.1, 0.8, 0.95, 1e-3, amsgrad, 0.0);
+    check_vec(w, e[0]);
+    check_vec(opt.slot(w, "m"), e[1]);
+    check_vec(opt.slot(w, "v"), e[2]);
+    if (amsgrad) check_vec(opt.slot(w, "vhat"), e[3]);
+    const auto slots = opt.slots();
+    REQUIRE(slots.size() == (amsgrad ? 3u : 2u));
+    CHECK(slots[0].first == "param0/m");
+    CHECK(slots[1].first == "param0/v");
+    if (amsgrad) CHECK(slots[2].first == "param0/vhat");
+  }
+  // AMSGrad does change the result on this sequence.
+  CHECK(adam_by_hand(0.1, 0.8, 0.95, 1e-3, true, 0.0)[0][2] !=
+        adam_by_hand(0.1, 0.8, 0.95, 1e-3, false, 0.0)[0][2]);
+}
+
+TEST_CASE("AdamW: decoupled weight decay, then Adam") {
+  for (const bool amsgrad : {false, true}) {
+    CAPTURE(amsgrad);
+    optim::AdamW opt({.learning_rate = 0.1,
+                      .weight_decay = 0.3,
+                      .beta_1 = 0.8,
+                      .beta_2 = 0.95,
+                      .epsilon = 1e-3,
+                      .amsgrad = amsgrad});
+    const auto w = run3(opt);
+    const auto e = adam_by_hand(0.1, 0.8, 0.95, 1e-3, amsgrad, 0.3);
+    check_vec(w, e[0]);
+    check_vec(opt.slot(w, "m"), e[1]);
+    check_vec(opt.slot(w, "v"), e[2]);
+    CHECK(opt.name() == "AdamW");
+  }
+  // Keras defaults.
+  optim::AdamW defaults;
+  CHECK(defaults.options().weight_decay == 0.004);
+  CHECK(defaults.learning_rate() == 0.001);
+}
+
+TEST_CASE("slots: created per parameter, stable names, build, restore") {
+  tpf::Variable a(t64({1.0, 2.0})), b(t64({3.0}));
+  optim::Adagrad opt({.learning_rate = 0.1});
+  opt.build({a, b});
+  auto slots = opt.slots();
+  REQUIRE(slots.size() == 2);
+  CHECK(slots[0].first == "param0/accumulator");
+  CHECK(slots[1].first == "param1/accumulator");
+  check_vec(slots[0].second, {0.1, 0.1});  // initial_accumulator_value
+  CHECK_FALSE(slots[0].second.trainable());
+
+  // A step on (b, a) keeps the numbering of first sight; restoring slots
+  // and the step counter into a fresh optimizer continues identically.
+  opt.apply_gradients({t64({0.5}), t64({1.0, -1.0})}, {b, a});
+  check_vec(opt.slot(b, "accumulator"), {0.35});
+  check_vec(opt.slot(a, "accumulator"), {1.1, 1.1});
+  CHECK(opt.slots()[1].first == "param1/accumulator");
+  CHECK(opt.variables()[0].is_same(a));
+
+  optim::Adagrad restored({.learning_rate = 0.1});
+  restored.build({a, b});
+  const auto saved = opt.slots();
+  const auto fresh = restored.slots();
+  for (size_t i = 0; i < saved.size(); ++i) {
+    CHECK(saved[i].first == fresh[i].first);
+    auto v = fresh[i].second;
+    v.assign(saved[i].second);
+  }
+  restored.set_iterations(opt.iterations());
+  CHECK(restored.iterations() == 1);
+  check_vec(restored.slot(a, "accumulator"), {1.1, 1.1});
+}
+
+TEST_CASE("undefined gradients are skipped; no gradient at all is a no-op") {
+  tpf::Variable a(t64({1.0})), b(t64({2.0}));
+  optim::SGD opt(0.5);
+  opt.apply_gradients({tpf::Tensor(), t64({1.0})}, {a, b});
+  check_vec(a, {1.0});
+  check_vec(b, {1.5});
+  CHECK(opt.iterations() == 1);
+  opt.apply_gradients({tpf::Tensor(), tpf::Tensor()}, {a, b});
+  CHECK(opt.iterations() == 1);
+  check_vec(b, {1.5});
+}
+
+TEST_CASE("float32 parameters keep their dtype; gradients are cast") {
+  tpf::Variable w(tpf::tensor({1.0f, -1.0f}));
+  optim::Adam opt(0.1);
+  opt.apply_gradients({tpf::tensor({0.5, -0.5})}, {w});  // float64 gradient
+  CHECK(w.dtype() == tpf::float32);
+  CHECK(opt.slot(w, "m").dtype() == tpf::float32);
+  // First Adam step: m = 0.1 g, v = 0.001 g^2, lr_t = lr sqrt(0.001) / 0.1,
+  // so the step is lr * |g| / (|g| + eps / sqrt(0.001)) ~ lr.
+  const double step = 0.1 * 0.5 * std::sqrt(0.001) / 0.1 /
+                      (std::sqrt(0.001 * 0.25) + 1e-7) * 0.1;
+  CHECK_CLOSE(w, tpf::tensor({1.0f - float(step), -1.0f + float(step)}));
+}
+
+TEST_CASE("updates are not recorded on a live tape") {
+  tpf::Variable w(t64({1.0, 2.0}));
+  optim::Adam opt(0.1);
+  tpf::GradientTape tape;
+  const auto loss = tpf::sum(tpf::square(w));
+  const size_t recorded = tape.size();
+  opt.apply_gradients({t64({1.0, 1.0})}, {w});
+  CHECK(tape.size() == recorded);
+  CHECK(tape.gradient(loss, {w})[0].defined());
+}
+
+TEST_CASE("learning-rate schedules drive the step's learning rate") {
+  SUBCASE("piecewise constant on SGD: steps 0 and 1 at 0.1, then 0.01") {
+    optim::SGD opt(
+        {.learning_rate = std::make_shared<optim::PiecewiseConstantDecay>(
+             std::vector<int64_t>{1}, Vec{0.1, 0.01})});
+    CHECK(opt.learning_rate() == 0.1);
+    const auto w = run3(opt);
+    Vec e = kW0;
+    const double lrs[] = {0.1, 0.1, 0.01};
+    for (int s = 0; s < 3; ++s)
+      for (size_t i = 0; i < 3; ++i) e[i] -= lrs[s] * kG[s][i];
+    check_vec(w, e);
+    CHECK(opt.learning_rate() == 0.01);
+  }
+  SUBCASE("exponential decay on Adam") {
+    auto sched = std::make_shared<optim::ExponentialDecay>(0.1, 2, 0.5);
+    optim::Adam opt({.learning_rate = sched});
+    const auto w = run3(opt);
+    Vec e = kW0, m(3, 0.0), v(3, 0.0);
+    for (int t = 1; t <= 3; ++t) {
+      const double lr = 0.1 * std::pow(0.5, (t - 1) / 2.0);
+      const double lr_t =
+          lr * std::sqrt(1 - std::pow(0.999, t)) / (1 - std::pow(0.9, t));
+      for (size_t i = 0; i < 3; ++i) {
+        const double g = kG[t - 1][i];
+        m[i] = 0.9 * m[i] + 0.1 * g;
+        v[i] = 0.999 * v[i] + 0.001 * g * g;
+        e[i] -= lr_t * m[i] / (std::sqrt(v[i]) + 1e-7);
+      }
+    }
+    check_vec(w, e);
+    opt.set_learning_rate(0.5);
+    CHECK(opt.learning_rate() == 0.5);
+  }
+}
+
+TEST_CASE("ExponentialDecay") {
+  const optim::ExponentialDecay smooth(0.1, 10, 0.5);
+  const optim::ExponentialDecay stairs(0.1, 10, 0.5, true);
+  CHECK(smooth(0) == doctest::Approx(0.1).epsilon(1e-14));
+  CHECK(smooth(5) == doctest::Approx(0.1 * std::sqrt(0.5)).epsilon(1e-14));
+  CHECK(smooth(25) == doctest::Approx(0.1 * std::pow(0.5, 2.5)).epsilon(1e-14));
+  CHECK(stairs(9) == doctest::Approx(0.1).epsilon(1e-14));
+  CHECK(stairs(10) == doctest::Approx(0.05).epsilon(1e-14));
+  CHECK(stairs(25) == doctest::Approx(0.025).epsilon(1e-14));
+}
+
+TEST_CASE("PiecewiseConstantDecay: boundaries belong to the left interval") {
+  const optim::PiecewiseConstantDecay s({10, 20}, {1.0, 0.5, 0.1});
+  CHECK(s(0) == 1.0);
+  CHECK(s(10) == 1.0);
+  CHECK(s(11) == 0.5);
+  CHECK(s(20) == 0.5);
+  CHECK(s(21) == 0.1);
+  CHECK(s(100000) == 0.1);
+}
+
+TEST_CASE("CosineDecay, with and without warm-up (Keras 3)") {
+  const optim::CosineDecay c(1.0, 100, 0.1);
+  CHECK(c(0) == doctest::Approx(1.0).epsilon(1e-14));
+  CHECK(c(50) == doctest::Approx(0.9 * 0.5 + 0.1).epsilon(1e-14));
+  CHECK(c(25) ==
+        doctest::Approx(0.9 * 0.5 * (1 + std::sqrt(0.5)) + 0.1).epsilon(1e-14));
+  CHECK(c(100) == doctest::Approx(0.1).epsilon(1e-14));
+  CHECK(c(1000) == doctest::Approx(0.1).epsilon(1e-14));
+
+  // From 0.1 up to 1.0 over 10 steps, then cosine from 1.0 over 100 steps.
+  const optim::CosineDecay w(0.1, 100, 0.0, 1.0, 10);
+  CHECK(w(0) == doctest::Approx(0.1).epsilon(1e-14));
+  CHECK(w(5) == doctest::Approx(0.55).epsilon(1e-14));
+  CHECK(w(10) == doctest::Approx(1.0).epsilon(1e-14));
+  CHECK(w(60) == doctest::Approx(0.5).epsilon(1e-14));
+  CHECK(w(110) == doctest::Approx(0.0));
+  CHECK(w(5000) == doctest::Approx(0.0));
+}
+
+TEST_CASE("clip_by_value") {
+  CHECK_CLOSE(optim::clip_by_value(t64({-3.0, 0.5, 2.0}), -1.0, 1.0),
+              t64({-1.0, 0.5, 1.0}));
+  const auto v = optim::clip_by_value(
+      std::vector<tpf::Tensor>{t64({5.0}), tpf::Tensor(), t64({-5.0})}, -2.0,
+      3.0);
+  REQUIRE(v.size() == 3);
+  CHECK_CLOSE(v[0], t64({3.0}));
+  CHECK_FALSE(v[1].defined());
+  CHECK_CLOSE(v[2], t64({-2.0}));
+}
+
+TEST_CASE("clip_by_norm") {
+  CHECK_CLOSE(optim::clip_by_norm(t64({3.0, 4.0}), 2.5), t64({1.5, 2.0}));
+  CHECK_CLOSE(optim::clip_by_norm(t64({0.3, 0.4}), 2.5), t64({0.3, 0.4}));
+  const auto zero = optim::clip_by_norm(t64({0.0, 0.0}), 1.0);
+  CHECK_CLOSE(zero, t64({0.0, 0.0}));  // no NaN
+  const auto rows = optim::clip_by_norm(
+      tpf::tensor<double>({{3.0, 4.0}, {0.3, 0.4}}), 1.0, {1});
+  CHECK_CLOSE(rows, tpf::tensor<double>({{0.6, 0.8}, {0.3, 0.4}}));
+  // Differentiable: d/dt of sum(clip(t)) for ||t|| = 5 > 2.5.
+  const auto t = t64({3.0, 4.0});
+  tpf::GradientTape tape;
+  tape.watch(t);
+  const auto g = tape.gradient(tpf::sum(optim::clip_by_norm(t, 2.5)), {t})[0];
+  // d/dt_j (2.5 sum_i t_i / |t|) = 2.5 (1/|t| - t_j sum_i t_i / |t|^3)
+  CHECK_CLOSE(g, t64({2.5 * (0.2 - 3.0 * 7.0 / 125.0),
+                      2.5 * (0.2 - 4.0 * 7.0 / 125.0)}));
+}
+
+TEST_CASE("clip_by_global_norm") {
+  const std::vector<tpf::Tensor> ts = {t64({3.0, 4.0}), tpf::Tensor(),
+                                       t64({12.0})};
+  CHECK_CLOSE(optim::global_norm(ts), tpf::scalar(13.0, tpf::float64));
+  auto [clipped, norm] = optim::clip_by_global_norm(ts, 6.5);
+  CHECK_CLOSE(norm, tpf::scalar(13.0, tpf::float64));
+  REQUIRE(clipped.size() == 3);
+  CHECK_CLOSE(clipped[0], t64({1.5, 2.0}));
+  CHECK_FALSE(clipped[1].defined());
+  CHECK_CLOSE(clipped[2], t64({6.0}));
+
+  auto [same, n2] = optim::clip_by_global_norm(ts, 20.0);
+  CHECK_CLOSE(same[0], t64({3.0, 4.0}));
+  CHECK_CLOSE(same[2], t64({12.0}));
+
+  auto [given, n3] =
+      optim::clip_by_global_norm(ts, 1.0, tpf::scalar(2.0, tpf::float64));
+  CHECK_CLOSE(given[0], t64({1.5, 2.0}));
+  CHECK_CLOSE(n3, tpf::scalar(2.0, tpf::float64));
+
+  const double inf = std::numeric_limits<double>::infinity();
+  auto [nans, n4] = optim::clip_by_global_norm({t64({inf, 1.0})}, 1.0);
+  const auto v = nans[0].to_vector<double>();
+  CHECK(std::isnan(v[0]));
+  CHECK(std::isnan(v[1]));
+
+  // float32 stays float32.
+  auto [f32, n5] = optim::clip_by_global_norm({tpf::tensor({3.f, 4.f})}, 1.0);
+  CHECK(f32[0].dtype() == tpf::float32);
+  CHECK_CLOSE(f32[0], tpf::tensor({0.6f, 0.8f}));
+}
+
+TEST_CASE("clipnorm, clipvalue and global_clipnorm options (Keras)") {
+  SUBCASE("clipnorm: each gradient to norm 0.2") {
+    optim::SGD opt({.learning_rate = 1.0, .clipnorm = 0.2});
+    const auto w = run3(opt);
+    Vec e = kW0;
+    for (const Vec& g : kG) {
+      const double n = std::sqrt(g[0] * g[0] + g[1] * g[1] + g[2] * g[2]);
+      for (size_t i = 0; i < 3; ++i) e[i] -= g[i] * 0.2 / std::max(n, 0.2);
+    }
+    check_vec(w, e);
+  }
+  SUBCASE("clipvalue: each element to [-0.25, 0.25]") {
+    optim::SGD opt({.learning_rate = 1.0, .clipvalue = 0.25});
+    const auto w = run3(opt);
+    Vec e = kW0;
+    for (const Vec& g : kG)
+      for (size_t i = 0; i < 3; ++i) e[i] -= std::clamp(g[i], -0.25, 0.25);
+    check_vec(w, e);
+  }
+  SUBCASE("global_clipnorm: two parameters scaled together") {
+    tpf::Variable a(t64({1.0, 1.0})), b(t64({1.0}));
+    optim::SGD opt({.learning_rate = 1.0, .global_clipnorm = 6.5});
+    opt.apply_gradients({t64({3.0, 4.0}), t64({12.0})}, {a, b});
+    check_vec(a, {1.0 - 1.5, 1.0 - 2.0});
+    check_vec(b, {1.0 - 6.0});
+  }
+  SUBCASE("weight_decay works on any optimizer") {
+    tpf::Variable a(t64({2.0}));
+    optim::SGD opt({.learning_rate = 0.1, .weight_decay = 0.5});
+    opt.apply_gradients({t64({1.0})}, {a});
+    check_vec(a, {2.0 - 0.1 * 0.5 * 2.0 - 0.1 * 1.0});
+  }
+}
+
+TEST_CASE("minimize converges on a quadratic with every optimizer") {
+  const auto target = t64({1.0, -2.0, 3.0});
+  auto run = [&](optim::Optimizer& opt, int steps) {
+    tpf::Variable w(tpf::zeros({3}, tpf::float64));
+    auto loss_fn = [&] { return tpf::sum(tpf::square(w - target)); };
+    const double first = opt.minimize(loss_fn, {w}).item<double>();
+    CHECK(first == doctest::Approx(14.0));
+    for (int i = 1; i < steps; ++i) opt.minimize(loss_fn, {w});
+    CHECK(opt.iterations() == steps);
+    return tpf::sum(tpf::square(w - target)).item<double>();
+  };
+  optim::SGD sgd(0.1);
+  CHECK(run(sgd, 200) < 1e-10);
+  optim::SGD nesterov(
+      {.learning_rate = 0.05, .momentum = 0.9, .nesterov = true});
+  CHECK(run(nesterov, 300) < 1e-10);
+  optim::Momentum momentum({.learning_rate = 0.05, .momentum = 0.5});
+  CHECK(run(momentum, 300) < 1e-10);
+  optim::Adagrad adagrad({.learning_rate = 1.0});
+  CHECK(run(adagrad, 500) < 1e-6);
+  optim::Adadelta adadelta({.learning_rate = 1.0, .epsilon = 1e-4});
+  CHECK(run(adadelta, 500) < 1e-10);
+  optim::RMSProp rmsprop(
+      {.learning_rate =
+           std::make_shared<optim::ExponentialDecay>(0.1, 50, 0.5)});
+  CHECK(run(rmsprop, 500) < 1e-6);
+  optim::Adam adam(
+      {.learning_rate = std::make_shared<optim::CosineDecay>(0.2, 800, 0.0)});
+  CHECK(run(adam, 1000) < 1e-6);
+  optim::AdamW adamw({.learning_rate = 0.05, .weight_decay = 0.0});
+  CHECK(run(adamw, 1000) < 1e-4);
+}
+
+TEST_CASE("errors") {
+  tpf::Variable w(t64({1.0, 2.0}));
+  optim::SGD sgd(0.1);
+  expect_error<tpf::ShapeError>(
+      [&] {
+        sgd.apply_gradients({t64({1.0, 2.0, 3.0})}, {w});
+      },
+      "[apply_gradients]");
+  expect_error<tpf::ValueError>(
+      [&] {
+        sgd.apply_gradients({t64({1.0, 2.0}), t64({1.0})}, {w});
+      },
+      "[apply_gradients]");
+  expect_error<tpf::ValueError>([&] { sgd.slot(w, "m"); }, "[slot]");
+  optim::Adam adam;
+  adam.build({w});
+  expect_error<tpf::ValueError>([&] { adam.slot(w, "momentum"); }, "[slot]");
+  expect_error<tpf::ValueError>(
+      [] { optim::SGD({.clipnorm = 1.0, .clipvalue = 1.0}); }, "[SGD]");
+  expect_error<tpf::ValueError>([] { optim::Adam({.global_clipnorm = -1.0}); },
+                                "[Adam]");
+  expect_error<tpf::ValueError>([] { optim::SGD({.momentum = 1.5}); }, "[SGD]");
+  expect_error<tpf::ValueError>([] { optim::ExponentialDecay(0.1, 0, 0.5); },
+                                "[ExponentialDecay]");
+  expect_error<tpf::ValueError>(
+      [] {
+        optim::PiecewiseConstantDecay({1, 2}, {0.1});
+      },
+      "[PiecewiseConstantDecay]");
+  expect_error<tpf::ValueError>(
+      [] {
+        optim::PiecewiseConstantDecay({2, 1}, {0.1, 0.2, 0.3});
+      },
+      "[PiecewiseConstantDecay]");
+  expect_error<tpf::ValueError>([] { optim::CosineDecay(0.1, 0); },
+                                "[CosineDecay]");
+  expect_error<tpf::ValueError>(
+      [] { optim::clip_by_value(t64({1.0}), 1.0, -1.0); }, "[clip_by_value]");
+  expect_error<tpf::ValueError>([] { optim::clip_by_norm(t64({1.0}), -1.0); },
+                                "[clip_by_norm]");
+  expect_error<tpf::ValueError>([&] { sgd.set_iterations(-1); },
+                                "[set_iterations]");
+  expect_error<tpf::ValueError>(
+      [&] { sgd.minimize([] { return tpf::Tensor(); }, {w}); },
+      "[compute_gradients]");
+}
+
+TEST_CASE("2,000 Adam steps run in constant memory") {
+  tpf::Variable w(tpf::random_normal({16, 4}));
+  tpf::Variable b(tpf::zeros({4}));
+  const auto xs = tpf::random_normal({32, 16});
+  const auto target = tpf::random_normal({32, 4});
+  optim::Adam opt({.learning_rate = 1e-2, .clipnorm = 10.0});
+  auto loss_fn = [&] {
+    return tpf::mean(tpf::square(tpf::matmul(xs, w) + b - target));
+  };
+  const double first = opt.minimize(loss_fn, {w, b}).item<double>();
+  const tpf::MemoryStats start = tpf::memory_stats();
+  double last = first;
+  for (int i = 0; i < 2000; ++i)
+    last = opt.minimize(loss_fn, {w, b}).item<double>();
+  const tpf::MemoryStats end = tpf::memory_stats();
+  CHECK(end.allocated_bytes == start.allocated_bytes);
+  CHECK(end.num_fresh == start.num_fresh);
+  CHECK(last < first);
+  CHECK(opt.iterations() == 2001);
+}
