@@ -9,6 +9,7 @@ void register_reduce(Registry& r);
 void register_index(Registry& r);
 void register_matmul(Registry& r);
 void register_linalg(Registry& r);
+void register_optim_updates(Registry& r);
 void register_pool(Registry& r);
 void register_norm(Registry& r);
 void register_conv(Registry& r);
@@ -22,6 +23,7 @@ void register_cpu(Registry& r) {
   cpu::register_index(r);
   cpu::register_matmul(r);
   cpu::register_linalg(r);
+  cpu::register_optim_updates(r);
   cpu::register_pool(r);
   cpu::register_norm(r);
   cpu::register_conv(r);

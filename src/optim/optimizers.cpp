@@ -2,6 +2,7 @@
 // Each runs under the NoGradGuard of Optimizer::apply_gradients.
 #include <cmath>
 
+#include "optim/apply_ops.hpp"
 #include "tapeflow/creation.hpp"
 #include "tapeflow/ops/math.hpp"
 #include "tapeflow/optim/adadelta.hpp"
@@ -45,7 +46,8 @@ SGD::SGD(SGDOptions options)
 void SGD::update(const Tensor& g, Variable& w, std::vector<Variable>& slots,
                  double lr) {
   if (slots.empty()) {
-    w.assign_sub(g * lr);
+    const Tensor in[] = {w, g};
+    if (!apply_in_place(ApplyGradientDescent{lr}, in)) w.assign_sub(g * lr);
     return;
   }
   Variable& m = slots[0];
@@ -175,6 +177,10 @@ void Adam::update(const Tensor& g, Variable& w, std::vector<Variable>& slots,
       lr * std::sqrt(1.0 - std::pow(b2, t)) / (1.0 - std::pow(b1, t));
   Variable& m = slots[0];
   Variable& v = slots[1];
+  if (!options_.amsgrad) {
+    const Tensor in[] = {w, g, m, v};
+    if (apply_in_place(ApplyAdam{alpha, b1, b2, options_.epsilon}, in)) return;
+  }
   m.assign_add((g - m) * (1.0 - b1));
   v.assign_add((square(g) - v) * (1.0 - b2));
   Tensor denom_v = v;

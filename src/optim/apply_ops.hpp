@@ -1,0 +1,48 @@
+#pragma once
+// Fused optimizer updates (TensorFlow's ResourceApply* kernels): one pass
+// over memory that updates a parameter and its slots in place, instead of
+// the dozen temporaries the composite rule makes. Inputs all share one
+// shape, dtype and device, and are contiguous.
+#include "core/apply.hpp"
+
+namespace tapeflow {
+
+/** w -= lr * g. Inputs {w, g}. */
+struct ApplyGradientDescent {
+  static constexpr const char* name = "apply_gradient_descent";
+  double lr;
+};
+
+/**
+ * m += (g - m)(1 - b1); v += (g^2 - v)(1 - b2); w -= alpha m / (sqrt(v) + eps).
+ * Inputs {w, g, m, v}; alpha is the bias-corrected learning rate.
+ */
+struct ApplyAdam {
+  static constexpr const char* name = "apply_adam";
+  double alpha, beta_1, beta_2, epsilon;
+};
+
+/**
+ * Runs an update kernel that writes into its inputs, if the inputs'
+ * device has one and they are dense; false otherwise (use the composite).
+ */
+template <class Op>
+bool apply_in_place(const Op& op, Inputs in) {
+  const Device device = common_device(Op::name, in);
+  for (const Tensor& t : in)
+    if (!t.is_contiguous() || !(t.shape() == in[0].shape()) ||
+        t.dtype() != in[0].dtype() || !is_floating(t.dtype()))
+      return false;
+  ensure_backends_registered();
+  Kernel<Op> kernel = KernelTable<Op>::kernels[static_cast<int>(device.type)];
+  if (!kernel) return false;
+  if (placement_logging_enabled())
+    log_placement(Op::name, device,
+                  KernelTable<Op>::backends[static_cast<int>(device.type)],
+                  false);
+  Tensor target = in[0];
+  kernel(op, in, target);
+  return true;
+}
+
+}  // namespace tapeflow
