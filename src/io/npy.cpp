@@ -2,6 +2,7 @@
 // https://numpy.org/doc/stable/reference/generated/numpy.lib.format.html
 #include "io/npy.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cstring>
 
@@ -79,7 +80,7 @@ class Literal {
           fail("a shape extent below 10^15", context(), where_);
       }
       if (!digits)
-        fail("a non-negative integer in the shape", context(), where_);
+        fail("a non-negative integer in the header's shape", context(), where_);
       if (i_ < s_.size() && s_[i_] == 'L') ++i_;  // Python 2 long
       if (shape.size() == kMaxRank)
         fail("a rank of at most " + std::to_string(kMaxRank), "more", where_);
@@ -91,7 +92,10 @@ class Literal {
     return shape;
   }
   std::string context() const {
-    return "'" + s_.substr(i_ < s_.size() ? i_ : s_.size(), 20) + "'";
+    std::string out(1, '\'');  // (GCC 12 -Wrestrict misfires on "'" + s)
+    out.append(s_, std::min(i_, s_.size()), 20);
+    out += '\'';
+    return out;
   }
 
  private:

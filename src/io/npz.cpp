@@ -185,11 +185,6 @@ void save_npz(const std::string& path, const NamedTensors& named,
   });
 }
 
-void save_npz(const std::string& path,
-              const std::map<std::string, Tensor>& named, bool compressed) {
-  save_npz(path, NamedTensors(named.begin(), named.end()), compressed);
-}
-
 NamedTensors load_npz(const std::string& path) {
   struct stat sb;
   if (::stat(path.c_str(), &sb) != 0 || !S_ISREG(sb.st_mode))

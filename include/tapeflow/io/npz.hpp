@@ -26,9 +26,13 @@ using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
  */
 void save_npz(const std::string& path, const NamedTensors& named,
               bool compressed = false);
+/** save_npz of a map (arrays in key order). */
+template <class Compare>
 void save_npz(const std::string& path,
-              const std::map<std::string, Tensor>& named,
-              bool compressed = false);
+              const std::map<std::string, Tensor, Compare>& named,
+              bool compressed = false) {
+  save_npz(path, NamedTensors(named.begin(), named.end()), compressed);
+}
 
 /**
  * Reads every array of an .npz into CPU tensors, in archive order; names drop
