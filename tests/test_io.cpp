@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <random>
 
 #include "support/check.hpp"
 
@@ -261,6 +262,35 @@ TEST_CASE("load_npz: every truncation and a flipped data byte are IOErrors") {
   flipped[npy_at + 128 + 17] ^= 0x40;
   spit(dir / "flip.npz", flipped);
   check_io_error(dir / "flip.npz", {dir / "flip.npz", "\"a\""});
+}
+
+TEST_CASE(
+    "load_npz: random byte mutations load or raise IOError, nothing else") {
+  TempDir dir;
+  std::mt19937 rng(7);
+  for (bool compressed : {false, true}) {
+    tpf::io::save_npz(dir / "base.npz",
+                      {{"a", tpf::random_uniform({3, 5})},
+                       {"mask", tpf::tensor({true, false})},
+                       {"s", tpf::scalar(2.0, tpf::float64)}},
+                      compressed);
+    const std::string base = slurp(dir / "base.npz");
+    int loaded = 0, rejected = 0;
+    for (int it = 0; it < 400; ++it) {
+      std::string m = base;
+      for (int j = 0, k = 1 + rng() % 4; j < k; ++j)
+        m[rng() % m.size()] ^= static_cast<char>(1 + rng() % 255);
+      if (rng() % 5 == 0) m.resize(rng() % m.size());
+      spit(dir / "m.npz", m);
+      try {
+        tpf::io::load_npz(dir / "m.npz");
+        ++loaded;
+      } catch (const tpf::IOError&) {
+        ++rejected;
+      }
+    }
+    CHECK(rejected > loaded);
+  }
 }
 
 // --- IDX ---------------------------------------------------------------------
