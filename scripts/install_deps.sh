@@ -10,6 +10,9 @@ packages=(
   xtl-dev libxsimd-dev libxtensor-dev libxtensor-blas-dev
   libdnnl-dev liblapack-dev libblas-dev
   doctest-dev libbenchmark-dev libcli11-dev
+  libzip-dev zlib1g-dev        # tpf::io: .npz archives, gzipped IDX files
+  python3-numpy                # tests/npz_numpy_check.py (skips without it)
+  dataset-fashion-mnist        # /usr/share/datasets/fashion-mnist for the samples
 )
 if [[ "${1:-}" == "--peers" ]]; then
   # Debian's libtorch multiplies through libblas.so.3: without OpenBLAS that is

@@ -104,6 +104,18 @@ Tensor eye(int64_t n, int64_t m = -1, DType dtype = float32);
 
 /** Seeds the global generator: later random ops repeat exactly. */
 void manual_seed(uint64_t seed);
+/**
+ * The global generator's whole state: the Philox key (`seed`) and the number
+ * of counters already handed out (`offset`). Random ops after
+ * set_rng_state(s) repeat those that followed the get_rng_state() that gave s.
+ */
+struct RngState {
+  uint64_t seed = 0;
+  uint64_t offset = 0;
+  friend bool operator==(const RngState&, const RngState&) = default;
+};
+RngState get_rng_state();
+void set_rng_state(RngState state);
 /** Uniform in [minval, maxval). Counter-based: same values for any thread
  * count. */
 Tensor random_uniform(const Shape& shape, double minval = 0.0,

@@ -117,6 +117,14 @@ void manual_seed(uint64_t seed) {
   g_offset = 0;
 }
 
+RngState get_rng_state() {
+  return {g_seed.load(), g_offset.load()};
+}
+void set_rng_state(RngState state) {
+  g_seed = state.seed;
+  g_offset = state.offset;
+}
+
 Tensor random_uniform(const Shape& shape, double minval, double maxval,
                       DType dtype) {
   check_random(shape, dtype, "random_uniform");
