@@ -1,0 +1,166 @@
+#pragma once
+// The training loop the MNIST samples share: shuffled mini-batches, one
+// optimizer step each, a progress bar, per-epoch test accuracy, checkpoints
+// (--checkpoint-dir, --resume) and a clean stop on Ctrl-C.
+#include <sys/resource.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <string>
+#include <tapeflow/tapeflow.hpp>
+
+#include "common/interrupt.hpp"
+#include "common/progress.hpp"
+
+namespace samples {
+
+namespace tpf = tapeflow;
+
+struct TrainConfig {
+  int epochs = 2;
+  int64_t batch_size = 64;
+  double lr = 1e-3;
+  int threads = 0;  // 0: all cores
+  std::string data_dir = tpf::io::kDefaultMnistDir;
+  std::string checkpoint_dir;
+  bool resume = false;
+  int64_t train_limit = 0;  // > 0: only the first n training images
+};
+
+/** The flags every MNIST sample takes. */
+inline void add_flags(CLI::App& app, TrainConfig& c) {
+  app.add_option("--epochs", c.epochs, "passes over the training set")
+      ->capture_default_str();
+  app.add_option("--batch-size", c.batch_size, "images per step")
+      ->capture_default_str();
+  app.add_option("--lr", c.lr, "learning rate")->capture_default_str();
+  app.add_option("--threads", c.threads, "CPU threads (0: all cores)")
+      ->capture_default_str();
+  app.add_option("--data-dir", c.data_dir, "directory of the IDX files")
+      ->capture_default_str();
+  app.add_option("--checkpoint-dir", c.checkpoint_dir,
+                 "save a checkpoint here after each epoch and on Ctrl-C");
+  app.add_flag("--resume", c.resume, "continue from the latest checkpoint");
+  app.add_option("--train-limit", c.train_limit,
+                 "use only the first n training images");
+}
+
+inline double peak_rss_mb() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss / 1024.0;
+}
+
+/** Fraction of `data` the model (in inference mode) classifies correctly. */
+inline double accuracy(tpf::nn::Module& model, const tpf::io::MnistData& data) {
+  tpf::NoGradGuard no_grad;
+  const bool was_training = model.is_training();
+  model.eval();
+  const int64_t n = data.labels.shape()[0];
+  int64_t correct = 0;
+  constexpr int64_t kBatch = 250;  // activations of a bigger batch cost RSS
+  for (int64_t begin = 0; begin < n; begin += kBatch) {
+    const int64_t size = std::min<int64_t>(kBatch, n - begin);
+    const auto x =
+        tpf::slice(data.images, {begin, 0, 0, 0}, {size, -1, -1, -1});
+    const auto y = tpf::slice(data.labels, {begin}, {size});
+    correct +=
+        tpf::sum(tpf::equal(tpf::argmax(model(x), 1), y)).item<int64_t>();
+  }
+  model.train(was_training);
+  return double(correct) / double(n);
+}
+
+/** Trains `model` with `optimizer` as `c` says; returns the exit status. */
+inline int train(const std::string& title, tpf::nn::Module& model,
+                 tpf::optim::Optimizer& optimizer, const TrainConfig& c) {
+  if (c.threads > 0) tpf::config::set_intra_op_threads(c.threads);
+  install_interrupt_handler();
+  auto train_set = tpf::io::load_mnist(c.data_dir, "train");
+  const auto test_set = tpf::io::load_mnist(c.data_dir, "t10k");
+  if (c.train_limit > 0 && c.train_limit < train_set.labels.shape()[0]) {
+    train_set.images =
+        tpf::slice(train_set.images, {0, 0, 0, 0}, {c.train_limit, -1, -1, -1});
+    train_set.labels = tpf::slice(train_set.labels, {0}, {c.train_limit});
+  }
+  const int64_t n = train_set.labels.shape()[0];
+  const int64_t steps_per_epoch = n / c.batch_size;
+  {
+    tpf::NoGradGuard no_grad;  // builds the weights from one batch's shape
+    model(
+        tpf::slice(train_set.images, {0, 0, 0, 0}, {c.batch_size, -1, -1, -1}));
+  }
+  std::printf(
+      "%s: %lld training and %lld test images, %lld parameters, %d threads\n",
+      title.c_str(), static_cast<long long>(n),
+      static_cast<long long>(test_set.labels.shape()[0]),
+      static_cast<long long>(model.count_params()),
+      tpf::config::intra_op_threads());
+
+  auto params = model.parameters();
+  optimizer.build(params);
+  tpf::train::Checkpoint checkpoint(model.named_variables(), optimizer.slots(),
+                                    3);
+  if (c.resume && !c.checkpoint_dir.empty()) {
+    const std::string latest = tpf::train::latest_checkpoint(c.checkpoint_dir);
+    if (!latest.empty()) {
+      checkpoint.restore(latest);
+      optimizer.set_iterations(checkpoint.step());
+      std::printf("resumed from %s (step %lld)\n", latest.c_str(),
+                  static_cast<long long>(checkpoint.step()));
+    }
+  }
+  const auto save = [&] {
+    if (c.checkpoint_dir.empty()) return;
+    checkpoint.set_step(optimizer.iterations());
+    std::printf("saved %s\n", checkpoint.save(c.checkpoint_dir).c_str());
+  };
+
+  model.train();
+  double seconds = 0;
+  int64_t images = 0;
+  double test_accuracy = 0;
+  for (int epoch =
+           int(optimizer.iterations() / std::max<int64_t>(steps_per_epoch, 1));
+       epoch < c.epochs; ++epoch) {
+    const auto order = tpf::shuffle(tpf::arange(int64_t{0}, n));
+    Progress progress(
+        "epoch " + std::to_string(epoch + 1) + "/" + std::to_string(c.epochs),
+        steps_per_epoch, c.batch_size);
+    double running = 0;
+    for (int64_t step = 0; step < steps_per_epoch; ++step) {
+      const auto idx = tpf::slice(order, {step * c.batch_size}, {c.batch_size});
+      const auto x = tpf::gather(train_set.images, idx);
+      const auto y = tpf::gather(train_set.labels, idx);
+      tpf::GradientTape tape;
+      const auto loss = tpf::mean(
+          tpf::nn::sparse_softmax_cross_entropy_with_logits(y, model(x)));
+      const auto grads = tape.gradient(loss, {params.begin(), params.end()});
+      optimizer.apply_gradients(grads, params);
+      const double value = loss.item<double>();
+      running = step == 0 ? value : 0.95 * running + 0.05 * value;
+      progress.update(step + 1, running);
+      images += c.batch_size;
+      if (interrupted()) {
+        seconds += progress.finish();
+        std::printf("interrupted at step %lld\n",
+                    static_cast<long long>(optimizer.iterations()));
+        save();
+        return 130;
+      }
+    }
+    seconds += progress.finish();
+    test_accuracy = accuracy(model, test_set);
+    std::printf("epoch %d: loss %.4f, test accuracy %.2f%%\n", epoch + 1,
+                running, 100 * test_accuracy);
+    save();
+  }
+  std::printf(
+      "final: test accuracy %.2f%%, %.0f images/s over %.1f s, peak RSS %.0f "
+      "MB\n",
+      100 * test_accuracy, seconds > 0 ? images / seconds : 0.0, seconds,
+      peak_rss_mb());
+  return 0;
+}
+
+}  // namespace samples

@@ -1,0 +1,31 @@
+// The Fashion-MNIST CNN: conv5x5x32 - relu - maxpool2 - conv5x5x64 - relu -
+// maxpool2 - dense 1024 - relu - dropout 0.5 - dense 10; Adam 1e-3, batch 64.
+#include "common/trainer.hpp"
+
+namespace nn = tapeflow::nn;
+
+int main(int argc, char** argv) {
+  CLI::App app{"Train a CNN on Fashion-MNIST (or MNIST: --data-dir)"};
+  samples::TrainConfig config;
+  samples::add_flags(app, config);
+  CLI11_PARSE(app, argc, argv);
+  try {
+    nn::Sequential model("mnist_cnn");
+    model.add(
+        nn::Conv2D(32, {5, 5}, {.padding = "SAME", .activation = nn::relu}));
+    model.add(nn::MaxPool2D());
+    model.add(
+        nn::Conv2D(64, {5, 5}, {.padding = "SAME", .activation = nn::relu}));
+    model.add(nn::MaxPool2D());
+    model.add(nn::Flatten());
+    model.add(nn::Dense(1024, {.activation = nn::relu}));
+    model.add(nn::Dropout(0.5));
+    model.add(nn::Dense(10));
+    std::fputs(model.summary({config.batch_size, 1, 28, 28}).c_str(), stdout);
+    tapeflow::optim::Adam adam(config.lr);
+    return samples::train("mnist_cnn", model, adam, config);
+  } catch (const tapeflow::Error& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 2;
+  }
+}
