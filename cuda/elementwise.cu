@@ -171,6 +171,7 @@ void register_elementwise(Registry& r) {
   r.set<Pow>(gpu, floating_binary<Pow, PowF>, "cuda");
   r.set<Minimum>(gpu, arithmetic<Minimum, MinF>, "cuda");
   r.set<Maximum>(gpu, arithmetic<Maximum, MaxF>, "cuda");
+  r.set<ReluGrad>(gpu, arithmetic<ReluGrad, ReluGradF>, "cuda");
   r.set<Equal>(gpu, compare<Equal, EqF>, "cuda");
   r.set<NotEqual>(gpu, compare<NotEqual, NeF>, "cuda");
   r.set<Less>(gpu, compare<Less, LtF>, "cuda");

@@ -141,6 +141,12 @@ struct MinF {
     return b < a ? b : a;
   }
 };
+struct ReluGradF {
+  template <class T>
+  __device__ T operator()(T y, T g) const {
+    return y > T(0) ? g : T(0);
+  }
+};
 struct MaxF {
   template <class T>
   __device__ T operator()(T a, T b) const {

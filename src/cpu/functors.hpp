@@ -152,6 +152,15 @@ struct MinF {
     return xsimd::min(a, b);
   }
 };
+struct ReluGradF {
+  template <class T>
+  T operator()(const T& y, const T& g) const {
+    if constexpr (std::is_arithmetic_v<T>)
+      return y > T(0) ? g : T(0);
+    else
+      return xsimd::select(y > T(0), g, T(0));
+  }
+};
 struct MaxF {
   template <class T>
   T operator()(const T& a, const T& b) const {

@@ -153,6 +153,13 @@ struct Maximum : BinaryOp<Maximum> {
   Grads vjp(const VjpArgs& a) const;
 };
 
+/** relu's gradient: g where y > 0, else 0. Inputs {y, g}. */
+struct ReluGrad : BinaryOp<ReluGrad> {
+  static constexpr const char* name = "relu_grad";
+  static constexpr int save = kSaveInputs;
+  Grads vjp(const VjpArgs& a) const;
+};
+
 struct Equal : PredicateOp<Equal> {
   static constexpr const char* name = "equal";
 };

@@ -129,8 +129,11 @@ Tensor relu(const Tensor& x) {
   return apply(Relu{}, {numeric(x)});
 }
 Grads Relu::vjp(const VjpArgs& a) const {
-  return {where(a.output > scalar_like(a.output, 0.0), a.grad,
-                scalar_like(a.grad, 0.0))};
+  return {apply(ReluGrad{}, {a.output, a.grad})};
+}
+Grads ReluGrad::vjp(const VjpArgs& a) const {
+  // Linear in g; zero almost everywhere in y.
+  return {Tensor(), apply(ReluGrad{}, {a.x(0), a.grad})};
 }
 
 Tensor logical_not(const Tensor& x) {
