@@ -83,6 +83,7 @@ inline int train(const std::string& title, tpf::nn::Module& model,
         tpf::slice(train_set.images, {0, 0, 0, 0}, {c.train_limit, -1, -1, -1});
     train_set.labels = tpf::slice(train_set.labels, {0}, {c.train_limit});
   }
+  tpf::empty_cache();  // the decoding buffers of the IDX files are not reused
   const int64_t n = train_set.labels.shape()[0];
   const int64_t steps_per_epoch = n / c.batch_size;
   {
