@@ -19,12 +19,20 @@ template <class Fwd>
 void run(benchmark::State& state, bool train,
          const std::vector<tpf::Tensor>& sources, const tpf::Tensor& dy,
          Fwd fwd) {
+  auto step = [&] {
+    tpf::GradientTape tape;
+    for (const tpf::Tensor& s : sources) tape.watch(s);
+    const tpf::Tensor out = fwd();
+    auto g = tape.gradient(out, sources, {dy});
+    benchmark::DoNotOptimize(g);
+  };
   tpf::Tensor y = fwd();  // warm-up: builds the cached primitives
   if (!(y.shape() == dy.shape())) {
     state.SkipWithError("unexpected output shape");
     return;
   }
   y = tpf::Tensor();
+  if (train) step();  // and the backward ones
   for (auto _ : state) {
     if (!train) {
       y = fwd();
@@ -32,11 +40,7 @@ void run(benchmark::State& state, bool train,
       y = tpf::Tensor();
       continue;
     }
-    tpf::GradientTape tape;
-    for (const tpf::Tensor& s : sources) tape.watch(s);
-    const tpf::Tensor out = fwd();
-    auto g = tape.gradient(out, sources, {dy});
-    benchmark::DoNotOptimize(g);
+    step();
   }
 }
 

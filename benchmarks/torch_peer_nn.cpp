@@ -26,6 +26,7 @@ void run(benchmark::State& state, bool train,
       return;
     }
   }
+  if (train) torch::autograd::grad({fwd()}, sources, {dy});  // warm-up
   for (auto _ : state) {
     if (!train) {
       torch::NoGradGuard no_grad;
