@@ -47,6 +47,31 @@ inline void set_matmul_flops(benchmark::State& state, int64_t n) {
                              double(state.iterations()),
                          benchmark::Counter::kIsRate);
 }
+/** conv2d geometry: x (n, c, hw, hw), filter (o, c, k, k), stride 1, pad
+ * `pad` on every side (so the output is (n, o, hw, hw) for pad = k / 2). */
+struct ConvShape {
+  const char* name;
+  int64_t n, c, o, hw, k, pad;
+};
+/** The issue-3 cases: conv2d_a, conv2d_b, conv2d_c. */
+inline constexpr ConvShape kConvShapes[] = {{"a", 64, 1, 32, 28, 5, 2},
+                                            {"b", 64, 32, 64, 14, 5, 2},
+                                            {"c", 32, 64, 64, 56, 3, 1}};
+/** max_pool2d 2x2 stride 2 on kPoolShape (NCHW). */
+inline constexpr int64_t kPoolShape[] = {64, 32, 28, 28};
+/** batch norm (training) on kBnShape (NCHW), epsilon kBnEps. */
+inline constexpr int64_t kBnShape[] = {64, 64, 56, 56};
+inline constexpr double kBnEps = 1e-3;
+/** Counter GFLOP, a rate: 2 flops per multiply-add, x3 for fwd + 2 grads. */
+inline void set_conv_flops(benchmark::State& state, const ConvShape& s,
+                           bool train) {
+  const int64_t out = s.hw + 2 * s.pad - s.k + 1;
+  const double f =
+      2.0 * double(s.n * s.o * out * out) * double(s.c * s.k * s.k);
+  state.counters["GFLOP"] = benchmark::Counter(
+      (train ? 3.0 : 1.0) * f * 1e-9 * double(state.iterations()),
+      benchmark::Counter::kIsRate);
+}
 /** Seconds per op of the chain, forward + gradient (shown as per_op). */
 inline void set_chain_per_op(benchmark::State& state) {
   state.counters["per_op"] = benchmark::Counter(
@@ -65,10 +90,15 @@ void tf_sum(benchmark::State& state, int64_t n);
 /** Sparse softmax cross-entropy, forward + gradient wrt the logits. */
 void tf_softmax_xent(benchmark::State& state, int64_t batch, int64_t classes);
 void tf_matmul(benchmark::State& state, int64_t n);
-/** conv2d 64x1x28x28 k5 -> 32 (bench_conv.cpp). */
-void tf_conv2d_forward(benchmark::State& state);
-/** conv2d 64x32x14x14 k3 SAME -> 64, forward and both gradients. */
-void tf_conv2d_train_step(benchmark::State& state);
+// nn cases (bench_nn_conv.cpp; raw oneDNN in onednn_peer_nn.cpp; libtorch in
+// torch_peer_nn.cpp). train = forward + gradients wrt input and filter (conv),
+// input (pool), input, scale and offset (batch norm) for a fixed dy.
+void tf_conv2d(benchmark::State& state, ConvShape s, bool train);
+void tf_max_pool2d(benchmark::State& state, bool train);
+void tf_batch_norm(benchmark::State& state, bool train);
+void onednn_conv2d(benchmark::State& state, ConvShape s, bool train);
+void onednn_max_pool2d(benchmark::State& state, bool train);
+void onednn_batch_norm(benchmark::State& state, bool train);
 /** STREAM-style OpenMP loop over preallocated arrays (bench_stream.cpp). */
 void stream_elementwise(benchmark::State& state, EwOp op, int64_t n);
 /** Raw dnnl::matmul primitive, created once outside the timed loop. */
@@ -87,6 +117,9 @@ void elementwise(benchmark::State& state, EwOp op, int64_t n);
 void sum(benchmark::State& state, int64_t n);
 void softmax_xent(benchmark::State& state, int64_t batch, int64_t classes);
 void matmul(benchmark::State& state, int64_t n);
+void conv2d(benchmark::State& state, ConvShape s, bool train);
+void max_pool2d(benchmark::State& state, bool train);
+void batch_norm(benchmark::State& state, bool train);
 }  // namespace torch_peer
 
 }  // namespace tfbench

@@ -107,9 +107,31 @@ void register_all() {
       reg(name + "/libtorch", kMillisecond, torch_peer::matmul, n);
     reg(name + "/onednn", kMillisecond, onednn_matmul, n);
   }
-  reg("conv2d_64x1x28x28_k5/tapeflow", kMillisecond, tf_conv2d_forward);
-  reg("conv2d_64x32x14x14_k3_train/tapeflow", kMillisecond,
-      tf_conv2d_train_step);
+  // nn: conv2d_<a|b|c>_<fwd|train>, max_pool2d_*, batch_norm_*.
+  for (const ConvShape& s : kConvShapes) {
+    for (bool train : {false, true}) {
+      const std::string name =
+          std::string("conv2d_") + s.name + (train ? "_train" : "_fwd");
+      reg(name + "/tapeflow", kMillisecond, tf_conv2d, s, train);
+      if constexpr (kTorch)
+        reg(name + "/libtorch", kMillisecond, torch_peer::conv2d, s, train);
+      reg(name + "/onednn", kMillisecond, onednn_conv2d, s, train);
+    }
+  }
+  for (bool train : {false, true}) {
+    const std::string name = train ? "max_pool2d_train" : "max_pool2d_fwd";
+    reg(name + "/tapeflow", kMicrosecond, tf_max_pool2d, train);
+    if constexpr (kTorch)
+      reg(name + "/libtorch", kMicrosecond, torch_peer::max_pool2d, train);
+    reg(name + "/onednn", kMicrosecond, onednn_max_pool2d, train);
+  }
+  for (bool train : {false, true}) {
+    const std::string name = train ? "batch_norm_train" : "batch_norm_fwd";
+    reg(name + "/tapeflow", kMillisecond, tf_batch_norm, train);
+    if constexpr (kTorch)
+      reg(name + "/libtorch", kMillisecond, torch_peer::batch_norm, train);
+    reg(name + "/onednn", kMillisecond, onednn_batch_norm, train);
+  }
 }
 
 }  // namespace

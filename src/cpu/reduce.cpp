@@ -1,6 +1,7 @@
 // Reductions. Reduced axes that form one contiguous run are reduced with
-// xsimd batches; reductions over outer axes accumulate contiguous rows; any
-// other layout is first transposed into the first form.
+// xsimd batches; reductions over outer axes accumulate contiguous rows;
+// reduced axes that end in a contiguous run (N, H, W of NCHW) reduce the runs
+// in place; any other layout is first transposed into the first form.
 #include <limits>
 
 #include "core/creation_internal.hpp"
@@ -129,12 +130,50 @@ void for_each_offset(const Shape& shape, const Shape& strides, Fn&& fn) {
   }
 }
 
+/** Shortest contiguous run of reduced elements reduced in place. */
+constexpr int64_t kMinInPlaceRun = 16;
+
 template <class T, class R>
 void reduce_kernel(const ReduceOp& op, const Tensor& input, Tensor& out) {
   Split s = split_axes(input, op);
   Tensor x = input;
   if (!dense(s.red_shape, s.red_strides) &&
       !dense(s.kept_shape, s.kept_strides)) {
+    // Reduced axes ending in a contiguous run (N, H, W of NCHW): each output
+    // combines its runs in place, without the transposed copy below.
+    int64_t j = s.red_shape.size(), run = 1;
+    for (; j > 0; --j) {
+      const int64_t i = j - 1;
+      if (s.red_shape[i] != 1 && s.red_strides[i] != run) break;
+      run *= s.red_shape[i];
+    }
+    if (run >= kMinInPlaceRun) {
+      Shape outer_shape, outer_strides;
+      for (int64_t i = 0; i < j; ++i) {
+        outer_shape.push_back(s.red_shape[i]);
+        outer_strides.push_back(s.red_strides[i]);
+      }
+      const T* in = static_cast<const T*>(x.raw_data());
+      T* o = static_cast<T*>(out.raw_data());
+      const int64_t K = s.kept_shape.numel(), N = s.red_shape.numel();
+      std::vector<int64_t> base(static_cast<size_t>(K));
+      for_each_offset(s.kept_shape, s.kept_strides,
+                      [&](int64_t k, int64_t off) { base[k] = off; });
+      parallel_for(
+          K, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(N, 1)),
+          [&](int64_t b, int64_t e) {
+            for (int64_t k = b; k < e; ++k) {
+              T acc = R::identity();
+              for_each_offset(
+                  outer_shape, outer_strides, [&](int64_t, int64_t off) {
+                    acc = R::combine(acc,
+                                     reduce_run<T, R>(in + base[k] + off, run));
+                  });
+              o[k] = acc;
+            }
+          });
+      return;
+    }
     std::vector<int64_t> perm;
     for (int64_t i = 0; i < x.rank(); ++i)
       if (!op.reduces(i)) perm.push_back(i);

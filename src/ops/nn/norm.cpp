@@ -44,7 +44,7 @@ std::pair<Tensor, Tensor> moments(const Tensor& x,
   // d var / d mean is 0, so the mean needs no gradient path here (as in TF).
   const Tensor m = mean(x, axes, true);
   const Tensor v = mean(square(x - stop_gradient(m)), axes, keepdims);
-  return {keepdims ? m : mean(x, axes, false), v};
+  return {keepdims ? m : reshape(m, v.shape()), v};
 }
 
 Tensor layer_normalization(const Tensor& x, int64_t begin_axis,
