@@ -33,6 +33,18 @@ Shape kernel_shape(const std::vector<int64_t>& k, int64_t out, int64_t in,
   return s;
 }
 
+/** NCHW (C * M, 1, kh, kw); NHWC TensorFlow's (kh, kw, C, M). */
+Shape depthwise_shape(const std::vector<int64_t>& k, int64_t c, int64_t m,
+                      bool last) {
+  return last ? Shape{k[0], k[1], c, m} : Shape{c * m, 1, k[0], k[1]};
+}
+
+void check_rank4(const std::string& layer, const Shape& input_shape) {
+  if (input_shape.size() != 4)
+    throw ShapeError("[" + layer + "] expected inputs of rank 4, got " +
+                     input_shape.str());
+}
+
 std::string layer_type(int spatial) {
   return "conv" + std::to_string(spatial) + "d";
 }
@@ -107,9 +119,7 @@ Conv2DTranspose::Conv2DTranspose(int64_t filters,
 }
 
 void Conv2DTranspose::build(const Shape& input_shape) {
-  if (input_shape.size() != 4)
-    throw ShapeError("[" + name() + "] expected inputs of rank 4, got " +
-                     input_shape.str());
+  check_rank4(name(), input_shape);
   const int64_t in = input_shape[channel_axis(4)];
   const int64_t k = product(kernel_size_);
   // The forward conv this transposes maps filters_ channels to `in`.
@@ -153,16 +163,11 @@ DepthwiseConv2D::DepthwiseConv2D(std::vector<int64_t> kernel_size,
 }
 
 void DepthwiseConv2D::build(const Shape& input_shape) {
-  if (input_shape.size() != 4)
-    throw ShapeError("[" + name() + "] expected inputs of rank 4, got " +
-                     input_shape.str());
+  check_rank4(name(), input_shape);
   const int64_t c = input_shape[channel_axis(4)];
   const int64_t k = product(kernel_size_);
-  const bool last = channels_last(options_.data_format);
-  // NCHW (C * M, 1, kh, kw); NHWC TensorFlow's (kh, kw, C, M).
-  const Shape shape =
-      last ? Shape{kernel_size_[0], kernel_size_[1], c, multiplier_}
-           : Shape{c * multiplier_, 1, kernel_size_[0], kernel_size_[1]};
+  const Shape shape = depthwise_shape(kernel_size_, c, multiplier_,
+                                      channels_last(options_.data_format));
   kernel_ = add_weight(
       "depthwise_kernel",
       options_.kernel_initializer(shape, k, k * multiplier_, float32));
@@ -186,15 +191,11 @@ SeparableConv2D::SeparableConv2D(int64_t filters,
 }
 
 void SeparableConv2D::build(const Shape& input_shape) {
-  if (input_shape.size() != 4)
-    throw ShapeError("[" + name() + "] expected inputs of rank 4, got " +
-                     input_shape.str());
+  check_rank4(name(), input_shape);
   const int64_t c = input_shape[channel_axis(4)];
   const int64_t k = product(kernel_size_);
   const bool last = channels_last(options_.data_format);
-  const Shape depthwise =
-      last ? Shape{kernel_size_[0], kernel_size_[1], c, multiplier_}
-           : Shape{c * multiplier_, 1, kernel_size_[0], kernel_size_[1]};
+  const Shape depthwise = depthwise_shape(kernel_size_, c, multiplier_, last);
   const Shape pointwise = last ? Shape{1, 1, c * multiplier_, filters_}
                                : Shape{filters_, c * multiplier_, 1, 1};
   kernel_ = add_weight(
