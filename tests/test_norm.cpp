@@ -267,3 +267,58 @@ TEST_CASE("a second-order gradient through fused_batch_norm is refused") {
   }
   CHECK_THROWS_AS(outer.gradient(tpf::sum(dx), {x}), tpf::ValueError);
 }
+
+namespace {
+/** channel_stats packed as batch_moments returns it: (2, C), mean; var. */
+tpf::Tensor packed_stats(const tpf::Tensor& x) {
+  auto [m, v] = channel_stats(x);
+  const int64_t c = static_cast<int64_t>(m.size());
+  m.insert(m.end(), v.begin(), v.end());
+  return tpf::from_vector(m, {2, c});
+}
+}  // namespace
+
+// Last in the file: its random draws leave the earlier cases' inputs as they
+// were.
+TEST_CASE("batch_moments: one-pass statistics, gradcheck, accuracy") {
+  const auto x = uniform64({4, 3, 5, 2}) * 2.0 + 0.5;
+  const auto x2 = uniform64({6, 4}) - 3.0;
+  const std::vector<testing::OpCase> cases = {
+      {"batch_moments",
+       [](const Ts& in) { return nn::batch_moments(in[0]); },
+       {x},
+       packed_stats(x)},
+      {"batch_moments rank 2",
+       [](const Ts& in) { return nn::batch_moments(in[0]); },
+       {x2},
+       packed_stats(x2)},
+      // The packed rows feed further ops (the var row through x - mean).
+      {"batch_moments composed",
+       [](const Ts& in) {
+         const auto p = nn::batch_moments(in[0]);
+         return tpf::slice(p, {0, 0}, {1, 3}) * tpf::slice(p, {1, 0}, {1, 3});
+       },
+       {x},
+       tpf::Tensor()},
+  };
+  for (const auto& c : cases) testing::run_op_case(c);
+  // Long rows (the xsimd path), few channels (split over N), a large mean
+  // against the spread: float32 stays close to the float64 host loops.
+  const auto big = uniform64({64, 2, 33, 17}) * 0.01 + 100.0;
+  const auto expect = packed_stats(big);
+  CHECK_CLOSE(nn::batch_moments(big), expect, 1e-12, 1e-14);
+  const auto p32 = nn::batch_moments(big.cast(tpf::float32));
+  CHECK(p32.dtype() == tpf::float32);
+  CHECK_CLOSE(p32.cast(tpf::float64), expect, 1e-5, 0);
+  // Empty batch: NaN statistics, as the mean of nothing.
+  const auto e = nn::batch_moments(tpf::zeros({0, 3, 2}, tpf::float64));
+  CHECK(e.shape() == tpf::Shape{2, 3});
+  CHECK(std::isnan(e.to_vector<double>()[0]));
+  expect_error<tpf::ShapeError>([] { nn::batch_moments(tpf::ones({3})); },
+                                "[batch_moments] expected");
+  expect_error<tpf::DTypeError>(
+      [] {
+        nn::batch_moments(tpf::ones({2, 3}, tpf::int32));
+      },
+      "[batch_moments] expected");
+}

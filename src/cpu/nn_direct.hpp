@@ -13,6 +13,7 @@ void avg_pool_grad_direct(const AvgPoolGrad& op, Inputs in, Tensor& out);
 void max_pool_argmax_direct(const MaxPoolArgmax& op, Inputs in, Tensor& out);
 
 void batch_norm_direct(const FusedBatchNorm& op, Inputs in, Tensor& out);
+void batch_moments_direct(const BatchMoments& op, Inputs in, Tensor& out);
 void batch_norm_grad_direct(const BatchNormGrad& op, Inputs in, Tensor& out);
 
 }  // namespace tapeflow::cpu

@@ -155,6 +155,7 @@ void batch_norm_grad(const BatchNormGrad& op, Inputs in, Tensor& out) {
 void register_norm(Registry& r) {
   r.set<FusedBatchNorm>(DeviceType::cpu, batch_norm_direct, "direct");
   r.set<BatchNormGrad>(DeviceType::cpu, batch_norm_grad, "onednn");
+  r.set<BatchMoments>(DeviceType::cpu, batch_moments_direct, "xsimd");
 }
 
 }  // namespace tapeflow::cpu

@@ -65,6 +65,17 @@ Tensor layer_normalization(const Tensor& x, int64_t begin_axis,
   return y;
 }
 
+Tensor batch_moments(const Tensor& x) {
+  if (!is_floating(x.dtype()))
+    throw DTypeError("[batch_moments] expected float32 or float64, got " +
+                     std::string(dtype_name(x.dtype())));
+  if (x.rank() < 2)
+    throw ShapeError(
+        "[batch_moments] expected an input of rank >= 2 (N, C, ...), got " +
+        x.shape().str());
+  return apply(BatchMoments{}, {x});
+}
+
 BatchNormResult fused_batch_norm(const Tensor& x, const Tensor& scale,
                                  const Tensor& offset, double epsilon,
                                  bool training, Tensor running_mean,
@@ -91,9 +102,10 @@ BatchNormResult fused_batch_norm(const Tensor& x, const Tensor& scale,
     const Tensor v = channel_param(running_var, x, 1.0, "running_var");
     return {apply(FusedBatchNorm{epsilon, false}, {x, s, o, m, v}), m, v};
   }
-  std::vector<int64_t> axes{0};
-  for (int64_t i = 2; i < x.rank(); ++i) axes.push_back(i);
-  const auto [m, v] = moments(x, axes, false);
+  const int64_t c = x.shape()[1];
+  const Tensor packed = batch_moments(x);
+  const Tensor m = reshape(slice(packed, {0, 0}, {1, c}), {c});
+  const Tensor v = reshape(slice(packed, {1, 0}, {1, c}), {c});
   const Tensor y = apply(FusedBatchNorm{epsilon, true}, {x, s, o, m, v});
   NoGradGuard no_grad;
   const double n = static_cast<double>(x.numel() / x.shape()[1]);
@@ -121,6 +133,21 @@ Grads FusedBatchNorm::vjp(const VjpArgs& a) const {
   const int64_t n = x.numel(), c = x.shape()[1];
   return {reshape(slice(packed, {0}, {n}), x.shape()), slice(packed, {n}, {c}),
           slice(packed, {n + c}, {c}), Tensor(), Tensor()};
+}
+
+Grads BatchMoments::vjp(const VjpArgs& a) const {
+  // d mean / dx = 1 / M, d var / dx = 2 (x - mean) / M, M = numel / C.
+  const Tensor& x = a.x();
+  const int64_t c = x.shape()[1];
+  Shape k;
+  for (int64_t i = 0; i < x.rank(); ++i) k.push_back(i == 1 ? c : 1);
+  const double count = static_cast<double>(c ? x.numel() / c : 0);
+  auto row = [&](const Tensor& t, int64_t r) {
+    return reshape(slice(t, {r, 0}, {1, c}), k);
+  };
+  const Tensor dmean = row(a.grad, 0) * (1.0 / count);
+  const Tensor dvar = row(a.grad, 1) * (2.0 / count);
+  return {dmean + dvar * (x - row(a.output, 0))};
 }
 
 Grads BatchNormGrad::vjp(const VjpArgs&) const {

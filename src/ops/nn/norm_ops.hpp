@@ -19,6 +19,19 @@ struct FusedBatchNorm {
   Grads vjp(const VjpArgs& a) const;
 };
 /**
+ * Per-channel mean and biased variance of x (N, C, ...) over every axis but
+ * 1, packed as (2, C): row 0 the mean, row 1 the variance (ops have one
+ * output). One pass over x in the kernel.
+ */
+struct BatchMoments {
+  static constexpr const char* name = "batch_moments";
+  static constexpr int save = kSaveInputs | kSaveOutput;
+  TensorSpec infer(Inputs in) const {
+    return {Shape{2, in[0].shape()[1]}, in[0].dtype()};
+  }
+  Grads vjp(const VjpArgs& a) const;
+};
+/**
  * Inputs (x, dy, scale, mean, variance). Ops have one output, so the three
  * gradients come packed in one flat tensor: dx (x.numel(), x's row-major
  * order), then dscale (C), then doffset (C), the layout of oneDNN's

@@ -1,0 +1,114 @@
+// Per-channel batch mean and biased variance of x seen as (N, C, S), in one
+// pass over x: each task sums d = x - shift and d * d for one channel over a
+// block of N (shift = x[0, c, 0], so the variance keeps its digits when the
+// mean is large against the spread). float32 rows are summed in float xsimd
+// batches over short blocks and flushed into double accumulators.
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "core/creation_internal.hpp"
+#include "core/dtype_dispatch.hpp"
+#include "cpu/nn_direct.hpp"
+#include "cpu/parallel.hpp"
+#include "cpu/xsimd_config.hpp"
+
+namespace tapeflow::cpu {
+namespace {
+
+/** Elements summed in float lanes before a flush into double. */
+constexpr int64_t kFlush = 1024;
+
+struct Sums {
+  double s = 0, q = 0;
+};
+
+/** Sum of (p[i] - shift) and of its square over n contiguous elements. */
+template <class T>
+Sums row_sums(const T* p, int64_t n, T shift) {
+  using B = xsimd::batch<T>;
+  constexpr int64_t W = B::size;
+  Sums r;
+  int64_t i = 0;
+  const B sh(shift);
+  while (n - i >= 2 * W) {
+    const int64_t end =
+        i + std::min<int64_t>(kFlush, (n - i) / (2 * W) * 2 * W);
+    B s0(T(0)), s1(T(0)), q0(T(0)), q1(T(0));
+    for (; i < end; i += 2 * W) {
+      const B d0 = B::load_unaligned(p + i) - sh;
+      const B d1 = B::load_unaligned(p + i + W) - sh;
+      s0 += d0;
+      s1 += d1;
+      q0 = xsimd::fma(d0, d0, q0);
+      q1 = xsimd::fma(d1, d1, q1);
+    }
+    alignas(64) T ls[W], lq[W];
+    (s0 + s1).store_aligned(ls);
+    (q0 + q1).store_aligned(lq);
+    for (int64_t k = 0; k < W; ++k) {
+      r.s += ls[k];
+      r.q += lq[k];
+    }
+  }
+  for (; i < n; ++i) {
+    const double d = double(p[i]) - double(shift);
+    r.s += d;
+    r.q += d * d;
+  }
+  return r;
+}
+
+}  // namespace
+
+void batch_moments_direct(const BatchMoments& op, Inputs in, Tensor& out) {
+  const Tensor x = in[0].is_contiguous() ? in[0] : materialize(in[0]);
+  const int64_t n = x.shape()[0], c = x.shape()[1],
+                s = n * c != 0 ? x.numel() / (n * c) : 0;
+  if (c == 0) return;
+  dispatch_floating(x.dtype(), op.name, [&](auto tag) {
+    using T = decltype(tag);
+    const T* px = static_cast<const T*>(x.raw_data());
+    T* po = static_cast<T*>(out.raw_data());
+    if (n * s == 0) {
+      std::fill_n(po, 2 * c, std::numeric_limits<T>::quiet_NaN());
+      return;
+    }
+    // Tasks are (channel, block of N); several blocks per channel only when
+    // there are too few channels to keep every thread busy.
+    const int threads = config::intra_op_threads();
+    const int64_t blocks =
+        c >= 2 * threads ? 1 : std::min<int64_t>(n, (2 * threads + c - 1) / c);
+    const int64_t per = (n + blocks - 1) / blocks;
+    std::vector<Sums> part(static_cast<size_t>(c * blocks));
+    const int64_t work = per * s;
+    parallel_for(c * blocks, std::max<int64_t>(1, kParallelGrain / (work + 1)),
+                 [&](int64_t t0, int64_t t1) {
+                   for (int64_t t = t0; t < t1; ++t) {
+                     const int64_t ch = t / blocks, b = t % blocks;
+                     const T shift = px[ch * s];
+                     Sums acc;
+                     const int64_t n1 = std::min(n, (b + 1) * per);
+                     for (int64_t i = b * per; i < n1; ++i) {
+                       const Sums r = row_sums(px + (i * c + ch) * s, s, shift);
+                       acc.s += r.s;
+                       acc.q += r.q;
+                     }
+                     part[t] = acc;
+                   }
+                 });
+    const double count = double(n * s);
+    for (int64_t ch = 0; ch < c; ++ch) {
+      Sums acc;
+      for (int64_t b = 0; b < blocks; ++b) {
+        acc.s += part[ch * blocks + b].s;
+        acc.q += part[ch * blocks + b].q;
+      }
+      const double dm = acc.s / count;
+      po[ch] = T(double(px[ch * s]) + dm);
+      po[c + ch] = T(std::max(0.0, acc.q / count - dm * dm));
+    }
+  });
+}
+
+}  // namespace tapeflow::cpu
