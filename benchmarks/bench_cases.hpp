@@ -72,6 +72,14 @@ inline void set_conv_flops(benchmark::State& state, const ConvShape& s,
       (train ? 3.0 : 1.0) * f * 1e-9 * double(state.iterations()),
       benchmark::Counter::kIsRate);
 }
+/** train_step_* cases: batch sizes of the two MNIST samples. */
+inline constexpr int64_t kCnnBatch = 64;
+inline constexpr int64_t kSoftmaxBatch = 100;
+/** Counter images, a rate (images/s): `batch` images per iteration. */
+inline void set_images_per_second(benchmark::State& state, int64_t batch) {
+  state.counters["images"] = benchmark::Counter(
+      double(batch) * double(state.iterations()), benchmark::Counter::kIsRate);
+}
 /** Seconds per op of the chain, forward + gradient (shown as per_op). */
 inline void set_chain_per_op(benchmark::State& state) {
   state.counters["per_op"] = benchmark::Counter(
@@ -99,6 +107,11 @@ void tf_batch_norm(benchmark::State& state, bool train);
 void onednn_conv2d(benchmark::State& state, ConvShape s, bool train);
 void onednn_max_pool2d(benchmark::State& state, bool train);
 void onednn_batch_norm(benchmark::State& state, bool train);
+// train_step_cnn / train_step_softmax (bench_train.cpp; libtorch in
+// torch_peer_train.cpp): forward, gradient and Adam 1e-3 / SGD 0.5 update of
+// the mnist_cnn / mnist_softmax model on a fixed random batch.
+void tf_train_step_cnn(benchmark::State& state);
+void tf_train_step_softmax(benchmark::State& state);
 /** STREAM-style OpenMP loop over preallocated arrays (bench_stream.cpp). */
 void stream_elementwise(benchmark::State& state, EwOp op, int64_t n);
 /** Raw dnnl::matmul primitive, created once outside the timed loop. */
@@ -120,6 +133,8 @@ void matmul(benchmark::State& state, int64_t n);
 void conv2d(benchmark::State& state, ConvShape s, bool train);
 void max_pool2d(benchmark::State& state, bool train);
 void batch_norm(benchmark::State& state, bool train);
+void train_step_cnn(benchmark::State& state);
+void train_step_softmax(benchmark::State& state);
 }  // namespace torch_peer
 
 }  // namespace tfbench

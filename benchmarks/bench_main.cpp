@@ -132,6 +132,14 @@ void register_all() {
       reg(name + "/libtorch", kMillisecond, torch_peer::batch_norm, train);
     reg(name + "/onednn", kMillisecond, onednn_batch_norm, train);
   }
+  // Training steps of the MNIST samples' models (counter images: images/s).
+  reg("train_step_cnn/tapeflow", kMillisecond, tf_train_step_cnn);
+  if constexpr (kTorch)
+    reg("train_step_cnn/libtorch", kMillisecond, torch_peer::train_step_cnn);
+  reg("train_step_softmax/tapeflow", kMicrosecond, tf_train_step_softmax);
+  if constexpr (kTorch)
+    reg("train_step_softmax/libtorch", kMicrosecond,
+        torch_peer::train_step_softmax);
 }
 
 }  // namespace

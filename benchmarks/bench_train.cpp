@@ -1,0 +1,83 @@
+// Training-step cases of tapeflow: one full step (forward on a fresh tape,
+// gradient wrt every parameter, optimizer update) of the two MNIST samples'
+// models (samples/mnist_cnn.cpp, samples/mnist_softmax.cpp and the step of
+// samples/common/trainer.hpp) on a fixed random batch. The libtorch peer is in
+// torch_peer_train.cpp.
+#include <cmath>
+#include <vector>
+
+#include "bench_cases.hpp"
+#include "tapeflow/tapeflow.hpp"
+
+namespace tpf = tapeflow;
+namespace nn = tapeflow::nn;
+
+namespace tfbench {
+namespace {
+
+/** Warm-up steps before timing: primitives, slots and the allocator cache. */
+constexpr int kWarmupSteps = 3;
+
+/** Runs train steps of `model` with `optimizer` on a random batch. */
+void run(benchmark::State& state, nn::Sequential& model,
+         tpf::optim::Optimizer& optimizer, int64_t batch) {
+  tpf::manual_seed(42);
+  const tpf::Tensor x = tpf::random_uniform({batch, 1, 28, 28});
+  const tpf::Tensor y =
+      tpf::cast(tpf::random_uniform({batch}, 0.0, 10.0), tpf::int64);
+  {
+    tpf::NoGradGuard no_grad;  // builds the weights from the batch's shape
+    model(x);
+  }
+  auto params = model.parameters();
+  optimizer.build(params);
+  model.train();
+  const std::vector<tpf::Tensor> sources(params.begin(), params.end());
+  auto step = [&] {
+    tpf::GradientTape tape;
+    const tpf::Tensor loss =
+        tpf::mean(nn::sparse_softmax_cross_entropy_with_logits(y, model(x)));
+    const auto grads = tape.gradient(loss, sources);
+    optimizer.apply_gradients(grads, params);
+    return loss;
+  };
+  for (int i = 0; i < kWarmupSteps; ++i) step();
+  if (!std::isfinite(step().item<double>())) {
+    state.SkipWithError("non-finite loss");
+    return;
+  }
+  for (auto _ : state) {
+    tpf::Tensor loss = step();
+    benchmark::DoNotOptimize(loss);
+  }
+  set_images_per_second(state, batch);
+}
+
+}  // namespace
+
+void tf_train_step_cnn(benchmark::State& state) {
+  tpf::manual_seed(7);
+  nn::Sequential model("mnist_cnn");
+  model.add(
+      nn::Conv2D(32, {5, 5}, {.padding = "SAME", .activation = nn::relu}));
+  model.add(nn::MaxPool2D());
+  model.add(
+      nn::Conv2D(64, {5, 5}, {.padding = "SAME", .activation = nn::relu}));
+  model.add(nn::MaxPool2D());
+  model.add(nn::Flatten());
+  model.add(nn::Dense(1024, {.activation = nn::relu}));
+  model.add(nn::Dropout(0.5));
+  model.add(nn::Dense(10));
+  tpf::optim::Adam adam(1e-3);
+  run(state, model, adam, kCnnBatch);
+}
+
+void tf_train_step_softmax(benchmark::State& state) {
+  nn::Sequential model("mnist_softmax");
+  model.add(nn::Flatten());
+  model.add(nn::Dense(10, {.kernel_initializer = nn::zeros_initializer()}));
+  tpf::optim::SGD sgd(0.5);
+  run(state, model, sgd, kSoftmaxBatch);
+}
+
+}  // namespace tfbench

@@ -1,0 +1,70 @@
+// libtorch peer, part 4: training steps of the MNIST samples' models built
+// from torch::nn modules (float32): zero_grad, forward, backward and an
+// torch::optim step on a fixed random batch, as in bench_train.cpp.
+#include <torch/torch.h>
+
+#include <cmath>
+
+#include "bench_cases.hpp"
+
+namespace tfbench::torch_peer {
+namespace {
+
+/** Warm-up steps before timing, as bench_train.cpp. */
+constexpr int kWarmupSteps = 3;
+
+void run(benchmark::State& state, torch::nn::Sequential& model,
+         torch::optim::Optimizer& optimizer, int64_t batch) {
+  torch::manual_seed(42);
+  const torch::Tensor x = torch::rand({batch, 1, 28, 28}, torch::kFloat32);
+  const torch::Tensor y = torch::randint(0, 10, {batch}, torch::kInt64);
+  model->train();
+  auto step = [&] {
+    optimizer.zero_grad();
+    torch::Tensor loss =
+        torch::nn::functional::cross_entropy(model->forward(x), y);
+    loss.backward();
+    optimizer.step();
+    return loss;
+  };
+  for (int i = 0; i < kWarmupSteps; ++i) step();
+  if (!std::isfinite(step().item<double>())) {
+    state.SkipWithError("libtorch: non-finite loss");
+    return;
+  }
+  for (auto _ : state) {
+    torch::Tensor loss = step();
+    benchmark::DoNotOptimize(loss);
+  }
+  set_images_per_second(state, batch);
+}
+
+}  // namespace
+
+void train_step_cnn(benchmark::State& state) {
+  namespace tnn = torch::nn;
+  torch::manual_seed(7);
+  tnn::Sequential model(tnn::Conv2d(tnn::Conv2dOptions(1, 32, 5).padding(2)),
+                        tnn::ReLU(), tnn::MaxPool2d(2),
+                        tnn::Conv2d(tnn::Conv2dOptions(32, 64, 5).padding(2)),
+                        tnn::ReLU(), tnn::MaxPool2d(2), tnn::Flatten(),
+                        tnn::Linear(7 * 7 * 64, 1024), tnn::ReLU(),
+                        tnn::Dropout(0.5), tnn::Linear(1024, 10));
+  torch::optim::Adam adam(model->parameters(), torch::optim::AdamOptions(1e-3));
+  run(state, model, adam, kCnnBatch);
+}
+
+void train_step_softmax(benchmark::State& state) {
+  namespace tnn = torch::nn;
+  tnn::Linear linear(28 * 28, 10);
+  {
+    torch::NoGradGuard no_grad;
+    linear->weight.zero_();  // the sample's zeros kernel initializer
+    linear->bias.zero_();
+  }
+  tnn::Sequential model(tnn::Flatten(), linear);
+  torch::optim::SGD sgd(model->parameters(), torch::optim::SGDOptions(0.5));
+  run(state, model, sgd, kSoftmaxBatch);
+}
+
+}  // namespace tfbench::torch_peer
