@@ -27,5 +27,13 @@ class IOError : public Error {
 class ValueError : public Error {
   using Error::Error;
 };
+/** Data that is there but wrong: a bad checksum, a truncated record. */
+class DataLossError : public Error {
+  using Error::Error;
+};
+/** End of data from an explicit iterator's get_next() or a closed queue. */
+class OutOfRangeError : public Error {
+  using Error::Error;
+};
 
 }  // namespace tapeflow

@@ -1,0 +1,181 @@
+#include "input_stream.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "tapeflow/core/error.hpp"
+
+namespace tapeflow::io {
+
+Compression parse_compression(const std::string& type, const char* op) {
+  if (type.empty() || type == "NONE") return Compression::kNone;
+  if (type == "GZIP") return Compression::kGzip;
+  if (type == "ZLIB") return Compression::kZlib;
+  throw ValueError(std::string("[") + op +
+                   "] expected compression \"\", \"GZIP\" or \"ZLIB\", got \"" +
+                   type + "\"");
+}
+
+namespace detail {
+
+namespace {
+constexpr size_t kBufferBytes = size_t{1} << 18;
+}
+
+InputStream::InputStream(std::string path, Compression compression,
+                         const char* op)
+    : path_(std::move(path)), op_(op), compression_(compression) {
+  fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd_ < 0)
+    throw IOError(std::string("[") + op_ + "] expected a readable file, got " +
+                  path_ + ": " + std::strerror(errno));
+  ::posix_fadvise(fd_, 0, 0, POSIX_FADV_SEQUENTIAL);
+  buf_.resize(kBufferBytes);
+  if (compression_ != Compression::kNone) {
+    packed_.resize(kBufferBytes);
+    // 15 + 16: a gzip header and trailer around the deflate data.
+    const int window = compression_ == Compression::kGzip ? 15 + 16 : 15;
+    if (inflateInit2(&zs_, window) != Z_OK)
+      throw IOError(std::string("[") + op_ + "] zlib failed to start for " +
+                    path_);
+    zs_open_ = true;
+  }
+}
+
+InputStream::~InputStream() {
+  if (zs_open_) inflateEnd(&zs_);
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void InputStream::fail(const std::string& expected_got,
+                       uint64_t at_offset) const {
+  throw DataLossError(std::string("[") + op_ + "] expected " + expected_got +
+                      " in " + path_ + " at byte " + std::to_string(at_offset));
+}
+
+size_t InputStream::read_file(unsigned char* dst, size_t n) {
+  size_t done = 0;
+  while (done < n) {
+    const ssize_t r = ::read(fd_, dst + done, n - done);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      throw IOError(std::string("[") + op_ + "] expected readable data, got " +
+                    std::strerror(errno) + " in " + path_);
+    }
+    if (r == 0) break;
+    done += static_cast<size_t>(r);
+  }
+  return done;
+}
+
+bool InputStream::fill() {
+  buf_pos_ = buf_end_ = 0;
+  if (compression_ == Compression::kNone) {
+    buf_end_ = read_file(buf_.data(), buf_.size());
+    return buf_end_ > 0;
+  }
+  zs_.next_out = buf_.data();
+  zs_.avail_out = static_cast<uInt>(buf_.size());
+  while (zs_.avail_out == buf_.size()) {
+    if (zs_.avail_in == 0 && !file_ended_) {
+      const size_t got = read_file(packed_.data(), packed_.size());
+      file_ended_ = got < packed_.size();
+      zs_.next_in = packed_.data();
+      zs_.avail_in = static_cast<uInt>(got);
+    }
+    if (stream_ended_) {
+      // Concatenated gzip members (what `cat a.gz b.gz` makes) continue the
+      // data; anything else after the end of a zlib stream is an error.
+      if (zs_.avail_in == 0) break;
+      if (compression_ != Compression::kGzip)
+        fail("the end of the ZLIB stream, got trailing bytes", offset_);
+      inflateReset(&zs_);
+      stream_ended_ = false;
+    }
+    const int rc = inflate(&zs_, Z_NO_FLUSH);
+    if (rc == Z_STREAM_END) {
+      stream_ended_ = true;
+    } else if (rc == Z_BUF_ERROR && zs_.avail_in == 0 && file_ended_) {
+      fail("complete compressed data, got a truncated stream", offset_);
+    } else if (rc != Z_OK && rc != Z_BUF_ERROR) {
+      fail(std::string("valid compressed data, got \"") +
+               (zs_.msg ? zs_.msg : "inflate error") + "\"",
+           offset_);
+    }
+  }
+  buf_end_ = buf_.size() - zs_.avail_out;
+  return buf_end_ > 0;
+}
+
+size_t InputStream::read(void* dst, size_t n) {
+  auto* out = static_cast<unsigned char*>(dst);
+  size_t done = 0;
+  while (done < n) {
+    if (buf_pos_ == buf_end_) {
+      // Large plain reads skip the copy through the buffer.
+      if (compression_ == Compression::kNone && n - done >= buf_.size()) {
+        const size_t got = read_file(out + done, n - done);
+        done += got;
+        offset_ += got;
+        break;
+      }
+      if (!fill()) break;
+    }
+    const size_t take = std::min(n - done, buf_end_ - buf_pos_);
+    std::memcpy(out + done, buf_.data() + buf_pos_, take);
+    buf_pos_ += take;
+    done += take;
+    offset_ += take;
+  }
+  return done;
+}
+
+bool InputStream::read_exact(void* dst, size_t n, const char* what) {
+  const uint64_t start = offset_;
+  const size_t got = read(dst, n);
+  if (got == n) return true;
+  if (got == 0) return false;
+  fail(std::to_string(n) + " bytes of " + what + ", got " +
+           std::to_string(got) + " (truncated " + what + ")",
+       start);
+}
+
+size_t InputStream::skip(size_t n) {
+  size_t done = 0;
+  while (done < n) {
+    if (buf_pos_ == buf_end_ && !fill()) break;
+    const size_t take = std::min(n - done, buf_end_ - buf_pos_);
+    buf_pos_ += take;
+    done += take;
+    offset_ += take;
+  }
+  return done;
+}
+
+bool InputStream::read_line(std::string& line) {
+  line.clear();
+  bool any = false;
+  for (;;) {
+    if (buf_pos_ == buf_end_ && !fill()) break;
+    any = true;
+    const unsigned char* begin = buf_.data() + buf_pos_;
+    const size_t avail = buf_end_ - buf_pos_;
+    const auto* nl =
+        static_cast<const unsigned char*>(std::memchr(begin, '\n', avail));
+    const size_t take = nl ? static_cast<size_t>(nl - begin) : avail;
+    line.append(reinterpret_cast<const char*>(begin), take);
+    const size_t consumed = take + (nl ? 1 : 0);
+    buf_pos_ += consumed;
+    offset_ += consumed;
+    if (nl) break;
+  }
+  if (!line.empty() && line.back() == '\r') line.pop_back();
+  return any;
+}
+
+}  // namespace detail
+}  // namespace tapeflow::io

@@ -1,0 +1,69 @@
+#pragma once
+// Buffered sequential reading of plain, GZIP or ZLIB files, shared by the
+// record readers (text lines, fixed-length records, TFRecord) so that every
+// one of them reports errors the same way: op, file and byte offset.
+#include <zlib.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tapeflow/io/compression.hpp"
+
+namespace tapeflow::io::detail {
+
+class InputStream {
+ public:
+  /** Opens `path`; a missing or unreadable file is an IOError naming `op`. */
+  InputStream(std::string path, Compression compression, const char* op);
+  ~InputStream();
+  InputStream(const InputStream&) = delete;
+  InputStream& operator=(const InputStream&) = delete;
+
+  /** Reads up to n bytes; fewer only at the end of the data. */
+  size_t read(void* dst, size_t n);
+
+  /**
+   * Reads exactly n bytes. Returns false when the data ended before the
+   * first byte; ending after some of them is a DataLossError ("truncated
+   * <what>") at the offset where `what` began.
+   */
+  bool read_exact(void* dst, size_t n, const char* what);
+
+  /** Skips n bytes; returns how many were there to skip. */
+  size_t skip(size_t n);
+
+  /**
+   * Reads one line without its "\n" (and without a "\r" before it). Returns
+   * false at the end of the data; a last line without "\n" is still a line.
+   */
+  bool read_line(std::string& line);
+
+  /** Bytes of (uncompressed) data consumed so far. */
+  uint64_t offset() const { return offset_; }
+  const std::string& path() const { return path_; }
+  const char* op() const { return op_; }
+
+  /** DataLossError "[op] expected ..., got ... in <path> at byte <offset>". */
+  [[noreturn]] void fail(const std::string& expected_got,
+                         uint64_t at_offset) const;
+
+ private:
+  bool fill();  // refills buf_ (buf_pos_ == buf_end_ before); false at end
+  size_t read_file(unsigned char* dst, size_t n);
+
+  std::string path_;
+  const char* op_;
+  Compression compression_;
+  int fd_ = -1;
+  uint64_t offset_ = 0;
+  std::vector<unsigned char> buf_;
+  size_t buf_pos_ = 0, buf_end_ = 0;
+  // Compressed input only.
+  std::vector<unsigned char> packed_;
+  z_stream zs_{};
+  bool zs_open_ = false, file_ended_ = false, stream_ended_ = false;
+};
+
+}  // namespace tapeflow::io::detail
