@@ -130,7 +130,7 @@ TEST_CASE("fused_batch_norm gradients: float64 gradcheck, float32 agrees") {
     };
     const auto why = testing::gradcheck(f, {x, scale, offset});
     CHECK_MESSAGE(why.empty(), why);
-    // oneDNN's float32 backward against the float64 loops.
+    // The float32 kernels against the float64 ones.
     const auto g = uniform64(x.shape());
     auto grads = [&](tpf::DType dt) {
       Ts in{x.cast(dt), scale.cast(dt), offset.cast(dt)};
@@ -151,6 +151,44 @@ TEST_CASE("fused_batch_norm gradients: float64 gradcheck, float32 agrees") {
       },
       {x});
   CHECK_MESSAGE(why.empty(), why);
+}
+
+TEST_CASE("fused_batch_norm on long rows: vector batches, streaming stores") {
+  // Rows of 35 (vector batches and a scalar tail) for the float64
+  // gradcheck; rows of 257 over 8 MiB of float32 (non-temporal stores from
+  // a misaligned start) against float64 and the hand formula.
+  const auto x = uniform64({2, 3, 5, 7}) * 2.0 + 0.5;
+  const auto scale = uniform64({3}, 0.5, 1.5), offset = uniform64({3});
+  const auto rm = uniform64({3}), rv = uniform64({3}, 0.5, 1.5);
+  for (bool training : {true, false}) {
+    CAPTURE(training);
+    const auto why = testing::gradcheck(
+        [&](const Ts& in) {
+          return nn::fused_batch_norm(in[0], in[1], in[2], 1e-3, training, rm,
+                                      rv)
+              .y;
+        },
+        {x, scale, offset});
+    CHECK_MESSAGE(why.empty(), why);
+  }
+  const auto big = uniform64({8, 4, 256, 257}) * 2.0 + 0.5;
+  const auto s4 = uniform64({4}, 0.5, 1.5), o4 = uniform64({4});
+  const auto dy = uniform64(big.shape());
+  auto run = [&](tpf::DType dt) {
+    Ts in{big.cast(dt), s4.cast(dt), o4.cast(dt)};
+    tpf::GradientTape tape;
+    for (auto& t : in) tape.watch(t);
+    const auto y = nn::fused_batch_norm(in[0], in[1], in[2], 1e-3).y;
+    Ts out = tape.gradient(y, in, {dy.cast(dt)});
+    out.push_back(y);
+    for (auto& t : out) t = t.cast(tpf::float64);
+    return out;
+  };
+  const auto r64 = run(tpf::float64), r32 = run(tpf::float32);
+  const auto [m, v] = channel_stats(big);
+  CHECK_CLOSE(r64[3], hand_bn(big, m, v, s4, o4, 1e-3), 1e-10, 1e-12);
+  CHECK_CLOSE(r32[3], r64[3], 1e-5, 1e-5);
+  for (int i = 0; i < 3; ++i) CHECK_CLOSE(r32[i], r64[i], 1e-4, 1e-5);
 }
 
 TEST_CASE("moments, batch_normalization and layer_normalization") {

@@ -175,7 +175,8 @@ TEST_CASE("pooling gradients match float64 finite differences") {
 
 TEST_CASE("pool gradient ops are differentiable again") {
   // f(x, g) = the tape's vjp of pool at x for cotangent g: checks the vjps
-  // of MaxPoolGrad (argmax gather) and AvgPoolGrad (avg pooling of gg).
+  // of MaxPoolScatter (a gather through the workspace) and AvgPoolGrad (avg
+  // pooling of gg).
   for (bool max : {true, false}) {
     CAPTURE(max);
     const nn::PoolOptions o{{3, 2}, {2, 1}, "SAME"};
@@ -191,6 +192,68 @@ TEST_CASE("pool gradient ops are differentiable again") {
         },
         {x, g});
     CHECK_MESSAGE(why.empty(), why);
+  }
+}
+
+namespace {
+/** Gradient of max pool `f` at x for cotangent g (both float64) in `dt`. */
+tpf::Tensor pool_grad(PoolFn f, const nn::PoolOptions& o, const tpf::Tensor& x,
+                      const tpf::Tensor& g, tpf::DType dt) {
+  const auto xd = x.cast(dt).contiguous();
+  tpf::GradientTape tape;
+  tape.watch(xd);
+  const auto y = f(xd, o);
+  return tape.gradient(y, {xd}, {g.cast(dt)})[0].cast(tpf::float64);
+}
+}  // namespace
+
+TEST_CASE("float32 max pooling kernels route gradients like float64's") {
+  // Values on a coarse grid, so windows hold ties: the first maximum in
+  // row-major window order takes the gradient in every kernel (the xsimd
+  // 2x2/2 one, oneDNN's workspace, the float64 direct loops).
+  struct Case {
+    int nd;
+    tpf::Shape shape;
+    nn::PoolOptions o;
+  };
+  const Case cases[] = {
+      {2, {2, 3, 4, 16}, {{2, 2}, {2, 2}}},  // xsimd, W/2 = 8
+      {2, {2, 3, 6, 28}, {{2, 2}, {2, 2}}},  // xsimd, overlapping tail
+      {2, {2, 3, 6, 20}, {{2, 2}, {2, 2}, "VALID", "NHWC"}},  // via a copy
+      {2, {2, 3, 5, 17}, {{2, 2}, {2, 2}}},                   // odd: oneDNN
+      {2, {2, 3, 7, 9}, {{3, 3}, {2, 2}, "SAME"}},            // padding: oneDNN
+      {1, {2, 3, 11}, {{3}, {2}, "SAME"}},
+      {3, {1, 2, 5, 4, 6}, {{2, 2, 3}, {1, 2, 2}, "SAME"}},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.shape.str());
+    auto x = uniform64(c.shape, 0.0, 3.0).cast(tpf::int32).cast(tpf::float64);
+    if (c.o.data_format == "NHWC") x = tpf::transpose(x, {0, 2, 3, 1});
+    const PoolFn f = pool_fn(c.nd, true);
+    const auto y = f(x, c.o);
+    const auto g = uniform64(y.shape());
+    CHECK_CLOSE(f(x.cast(tpf::float32), c.o).cast(tpf::float64), y);
+    CHECK_CLOSE(pool_grad(f, c.o, x, g, tpf::float32),
+                pool_grad(f, c.o, x, g, tpf::float64), 1e-6, 1e-7);
+  }
+}
+
+TEST_CASE("2x2 max pooling of equal values routes to each window's corner") {
+  // All values tie, so dx holds dy at (2i, 2j) of every plane, 0 elsewhere.
+  for (tpf::DType dt : {tpf::float32, tpf::float64}) {
+    const auto x = tpf::zeros({1, 2, 4, 16}, dt);
+    const auto dy = tpf::reshape(tpf::arange<double>(1, 33), {1, 2, 2, 8});
+    tpf::GradientTape tape;
+    tape.watch(x);
+    const auto y = nn::max_pool2d(x, {{2, 2}, {2, 2}});
+    const auto dx = tape.gradient(y, {x}, {dy.cast(dt)})[0];
+    std::vector<double> expect(64 * 2, 0.0);
+    for (int p = 0; p < 2; ++p)
+      for (int i = 0; i < 2; ++i)
+        for (int j = 0; j < 8; ++j)
+          expect[(p * 4 + 2 * i) * 16 + 2 * j] = 1 + (p * 2 + i) * 8 + j;
+    CHECK(y.to_vector<double>() == std::vector<double>(32, 0.0));
+    CHECK(dx.cast(tpf::float64).to_vector<double>() == expect);
   }
 }
 

@@ -1,8 +1,9 @@
 // Per-channel batch mean and biased variance of x seen as (N, C, S), in one
-// pass over x: each task sums d = x - shift and d * d for one channel over a
-// block of N (shift = x[0, c, 0], so the variance keeps its digits when the
-// mean is large against the spread). float32 rows are summed in float xsimd
+// pass over x: each task sums d = x - shift and d * d over a block of rows
+// (shift = x[0, c, 0], so the variance keeps its digits when the mean is
+// large against the spread). float32 rows are summed in float xsimd
 // batches over short blocks and flushed into double accumulators.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -74,35 +75,32 @@ void batch_moments_direct(const BatchMoments& op, Inputs in, Tensor& out) {
       std::fill_n(po, 2 * c, std::numeric_limits<T>::quiet_NaN());
       return;
     }
-    // Tasks are (channel, block of N); several blocks per channel only when
-    // there are too few channels to keep every thread busy.
-    const int threads = config::intra_op_threads();
-    const int64_t blocks =
-        c >= 2 * threads ? 1 : std::min<int64_t>(n, (2 * threads + c - 1) / c);
-    const int64_t per = (n + blocks - 1) / blocks;
+    // Tasks are blocks of rows (n, c) in memory order, one sequential stream
+    // each (per-channel tasks stride through memory and run slower); every
+    // block keeps its own per-channel sums.
+    const int64_t rows = n * c;
+    const int64_t blocks = std::clamp<int64_t>(
+        x.numel() / kParallelGrain, 1,
+        std::min<int64_t>(rows, config::intra_op_threads()));
+    const int64_t per = (rows + blocks - 1) / blocks;
     std::vector<Sums> part(static_cast<size_t>(c * blocks));
-    const int64_t work = per * s;
-    parallel_for(c * blocks, std::max<int64_t>(1, kParallelGrain / (work + 1)),
-                 [&](int64_t t0, int64_t t1) {
-                   for (int64_t t = t0; t < t1; ++t) {
-                     const int64_t ch = t / blocks, b = t % blocks;
-                     const T shift = px[ch * s];
-                     Sums acc;
-                     const int64_t n1 = std::min(n, (b + 1) * per);
-                     for (int64_t i = b * per; i < n1; ++i) {
-                       const Sums r = row_sums(px + (i * c + ch) * s, s, shift);
-                       acc.s += r.s;
-                       acc.q += r.q;
-                     }
-                     part[t] = acc;
-                   }
-                 });
+    parallel_for(blocks, 1, [&](int64_t b0, int64_t b1) {
+      for (int64_t b = b0; b < b1; ++b) {
+        const int64_t r1 = std::min(rows, (b + 1) * per);
+        for (int64_t r = b * per; r < r1; ++r) {
+          const int64_t ch = r % c;
+          const Sums q = row_sums(px + r * s, s, px[ch * s]);
+          part[b * c + ch].s += q.s;
+          part[b * c + ch].q += q.q;
+        }
+      }
+    });
     const double count = double(n * s);
     for (int64_t ch = 0; ch < c; ++ch) {
       Sums acc;
       for (int64_t b = 0; b < blocks; ++b) {
-        acc.s += part[ch * blocks + b].s;
-        acc.q += part[ch * blocks + b].q;
+        acc.s += part[b * c + ch].s;
+        acc.q += part[b * c + ch].q;
       }
       const double dm = acc.s / count;
       po[ch] = T(double(px[ch * s]) + dm);

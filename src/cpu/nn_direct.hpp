@@ -1,6 +1,7 @@
 #pragma once
 // Direct-loop kernels of the nn ops: every dtype the oneDNN kernels leave
-// out (float64), and the argmax, which oneDNN does not expose.
+// out (float64), the argmax, which oneDNN does not expose, and the xsimd
+// kernels that beat oneDNN's.
 #include "ops/nn/norm_ops.hpp"
 #include "ops/nn/pool_ops.hpp"
 
@@ -8,9 +9,17 @@ namespace tapeflow::cpu {
 
 void max_pool_direct(const MaxPool& op, Inputs in, Tensor& out);
 void avg_pool_direct(const AvgPool& op, Inputs in, Tensor& out);
-void max_pool_grad_direct(const MaxPoolGrad& op, Inputs in, Tensor& out);
+void max_pool_scatter_direct(const MaxPoolScatter& op, Inputs in, Tensor& out);
+void max_pool_gather_direct(const MaxPoolGather& op, Inputs in, Tensor& out);
 void avg_pool_grad_direct(const AvgPoolGrad& op, Inputs in, Tensor& out);
 void max_pool_argmax_direct(const MaxPoolArgmax& op, Inputs in, Tensor& out);
+
+/** float32 2x2/2 max pooling without padding on even planes of W >= the
+ * vector width (max_pool_2x2.cpp); the workspace may be null. */
+bool max_pool_2x2_applies(const PoolWindow& w, const Shape& x, DType dtype);
+void max_pool_2x2(const float* x, float* y, int32_t* ws, const Shape& shape);
+void max_pool_2x2_scatter(const float* dy, const int32_t* ws, float* dx,
+                          const Shape& shape);
 
 void batch_norm_direct(const FusedBatchNorm& op, Inputs in, Tensor& out);
 void batch_moments_direct(const BatchMoments& op, Inputs in, Tensor& out);

@@ -1,6 +1,7 @@
 // Pooling by direct loops over (N*C) planes of up to three spatial axes
 // (fewer axes are padded in front with extent 1). Ties in max pooling go to
-// the first maximum in row-major window order.
+// the first maximum in row-major window order; the max-pool workspace holds
+// that maximum's index within the whole window (see MaxPool).
 #include <array>
 #include <limits>
 
@@ -37,9 +38,12 @@ Geo geometry(const PoolWindow& w, const Shape& x) {
   return g;
 }
 
-/** The part of one window inside the input, and its size with padding. */
+/**
+ * One window: its first element (which may lie in the padding), the part
+ * inside the input, and its size with padding.
+ */
 struct Window {
-  A3 b, e;
+  A3 start, b, e;
   int64_t padded = 1, valid = 1;
 };
 
@@ -60,6 +64,7 @@ void over_windows(const Geo& g, F&& f) {
                          for (int a = 0; a < 3; ++a) {
                            const int64_t start = i[a] * g.s[a] - g.lo[a];
                            const int64_t stop = start + g.k[a];
+                           w.start[a] = start;
                            w.b[a] = std::max<int64_t>(start, 0);
                            w.e[a] = std::min(stop, g.in[a]);
                            w.padded *=
@@ -84,6 +89,22 @@ int64_t argmax_in(const Geo& g, const T* plane, const Window& w) {
         if (at < 0 || plane[j] > best) best = plane[j], at = j;
       }
   return at;
+}
+
+/** Offset within the plane of element `k` of the window (row-major). */
+int64_t plane_offset(const Geo& g, const Window& w, int64_t k) {
+  const int64_t d = w.start[0] + k / (g.k[1] * g.k[2]),
+                h = w.start[1] + k / g.k[2] % g.k[1],
+                x = w.start[2] + k % g.k[2];
+  return (d * g.in[1] + h) * g.in[2] + x;
+}
+
+/** Index within the window of the element at plane offset `j`. */
+int32_t window_index(const Geo& g, const Window& w, int64_t j) {
+  const int64_t d = j / (g.in[1] * g.in[2]), h = j / g.in[2] % g.in[1],
+                x = j % g.in[2];
+  return static_cast<int32_t>(
+      ((d - w.start[0]) * g.k[1] + h - w.start[1]) * g.k[2] + x - w.start[2]);
 }
 
 template <class T>
@@ -111,13 +132,18 @@ Tensor dense(const Tensor& t) {
 void max_pool_direct(const MaxPool& op, Inputs in, Tensor& out) {
   const Tensor x = dense(in[0]);
   const Geo g = geometry(op.w, x.shape());
+  Tensor* ws = op.workspace.get();
+  if (ws) *ws = empty_tensor(out.shape(), int32, out.device());
   dispatch_floating(x.dtype(), op.name, [&](auto tag) {
     using T = decltype(tag);
     const T* px = static_cast<const T*>(x.raw_data());
     T* py = static_cast<T*>(out.raw_data());
+    int32_t* pws = ws ? static_cast<int32_t*>(ws->raw_data()) : nullptr;
     over_windows(g, [&](int64_t p, int64_t o, const Window& w) {
       const T* plane = px + p * g.in_size();
-      py[p * g.out_size() + o] = plane[argmax_in(g, plane, w)];
+      const int64_t at = argmax_in(g, plane, w);
+      py[p * g.out_size() + o] = plane[at];
+      if (pws) pws[p * g.out_size() + o] = window_index(g, w, at);
     });
   });
 }
@@ -151,18 +177,33 @@ void avg_pool_direct(const AvgPool& op, Inputs in, Tensor& out) {
   });
 }
 
-void max_pool_grad_direct(const MaxPoolGrad& op, Inputs in, Tensor& out) {
-  const Tensor x = dense(in[0]), dy = dense(in[1]);
-  const Geo g = geometry(op.w, x.shape());
-  dispatch_floating(x.dtype(), op.name, [&](auto tag) {
+void max_pool_scatter_direct(const MaxPoolScatter& op, Inputs in, Tensor& out) {
+  const Tensor dy = dense(in[0]), ws = dense(in[1]);
+  const Geo g = geometry(op.w, op.input_shape);
+  const int32_t* pws = static_cast<const int32_t*>(ws.raw_data());
+  dispatch_floating(dy.dtype(), op.name, [&](auto tag) {
     using T = decltype(tag);
-    const T* px = static_cast<const T*>(x.raw_data());
     const T* pdy = static_cast<const T*>(dy.raw_data());
     T* pdx = static_cast<T*>(out.raw_data());
     std::fill_n(pdx, out.numel(), T(0));
     over_windows(g, [&](int64_t p, int64_t o, const Window& w) {
-      const int64_t at = argmax_in(g, px + p * g.in_size(), w);
-      pdx[p * g.in_size() + at] += pdy[p * g.out_size() + o];
+      const int64_t i = p * g.out_size() + o;
+      pdx[p * g.in_size() + plane_offset(g, w, pws[i])] += pdy[i];
+    });
+  });
+}
+
+void max_pool_gather_direct(const MaxPoolGather& op, Inputs in, Tensor& out) {
+  const Tensor gx = dense(in[0]), ws = dense(in[1]);
+  const Geo g = geometry(op.w, gx.shape());
+  const int32_t* pws = static_cast<const int32_t*>(ws.raw_data());
+  dispatch_floating(gx.dtype(), op.name, [&](auto tag) {
+    using T = decltype(tag);
+    const T* pg = static_cast<const T*>(gx.raw_data());
+    T* py = static_cast<T*>(out.raw_data());
+    over_windows(g, [&](int64_t p, int64_t o, const Window& w) {
+      const int64_t i = p * g.out_size() + o;
+      py[i] = pg[p * g.in_size() + plane_offset(g, w, pws[i])];
     });
   });
 }

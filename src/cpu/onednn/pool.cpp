@@ -1,7 +1,10 @@
 // Pooling: float32 through oneDNN (primitives and memory objects cached per
-// thread by geometry), other dtypes through the direct loops. MaxPoolGrad
-// recomputes the forward pass with a workspace instead of saving one: the
-// tape then keeps only x, and the recompute costs one cheap forward.
+// thread by geometry), other dtypes through the direct loops; float32 max
+// pooling 2x2/2 through the xsimd kernels of max_pool_2x2.cpp, which beat
+// oneDNN's plain-layout ones severalfold. oneDNN's max-pool workspace (u8 or
+// s32 window indices) is widened into MaxPool's int32 one; the max-pool
+// gradient scatters through it (direct loops: oneDNN's plain-layout backward
+// is slower than a scatter).
 #include <omp.h>
 
 #include <dnnl.hpp>
@@ -35,9 +38,12 @@ memory::dims dims_of(const Shape& s) {
   return memory::dims(s.begin(), s.end());
 }
 
-/** Forward (and for gradients, backward) primitives of one geometry. */
+/** What a cached entry computes. */
+enum class Pass { inference, training, backward };
+
+/** The primitive of one geometry and pass, and its memory objects. */
 struct Prims {
-  dnnl::primitive fwd, bwd;
+  dnnl::primitive prim;
   memory src, dst, ws, diff_dst, diff_src;
 };
 
@@ -50,12 +56,13 @@ struct VecHash {
 };
 
 /**
- * The cached primitives for pooling `in_shape` with `w`. For backward, the
- * max-pool forward writes into memory it owns (dst and workspace).
+ * The cached primitive for pooling `in_shape` with `w`. The training forward
+ * (max only) writes its workspace into memory the entry owns.
  */
-Prims& prims(algorithm alg, bool backward, const PoolWindow& w,
+Prims& prims(algorithm alg, Pass pass, const PoolWindow& w,
              const Shape& in_shape) {
-  std::vector<int64_t> key{static_cast<int64_t>(alg), backward,
+  std::vector<int64_t> key{static_cast<int64_t>(alg),
+                           static_cast<int64_t>(pass),
                            config::intra_op_threads()};
   for (const Shape* s : {&in_shape, &w.ksize, &w.strides, &w.pad_lo, &w.pad_hi})
     key.insert(key.end(), s->begin(), s->end());
@@ -68,27 +75,23 @@ Prims& prims(algorithm alg, bool backward, const PoolWindow& w,
   const auto k = dims_of(w.ksize), st = dims_of(w.strides),
              lo = dims_of(w.pad_lo), hi = dims_of(w.pad_hi);
   const dnnl::pooling_forward::primitive_desc fpd(
-      dnnl::pooling_forward::desc(
-          backward ? prop_kind::forward_training : prop_kind::forward_inference,
-          alg, src, dst, st, k, lo, hi),
+      dnnl::pooling_forward::desc(pass == Pass::inference
+                                      ? prop_kind::forward_inference
+                                      : prop_kind::forward_training,
+                                  alg, src, dst, st, k, lo, hi),
       engine());
   Prims p;
-  p.src = memory(src, engine(), nullptr);
-  if (!backward) {
-    p.fwd = dnnl::pooling_forward(fpd);
+  if (pass != Pass::backward) {
+    p.prim = dnnl::pooling_forward(fpd);
+    p.src = memory(src, engine(), nullptr);
     p.dst = memory(dst, engine(), nullptr);
+    if (pass == Pass::training) p.ws = memory(fpd.workspace_desc(), engine());
   } else {
-    const dnnl::pooling_backward::primitive_desc bpd(
+    p.prim = dnnl::pooling_backward(dnnl::pooling_backward::primitive_desc(
         dnnl::pooling_backward::desc(alg, src, dst, st, k, lo, hi), engine(),
-        fpd);
-    p.bwd = dnnl::pooling_backward(bpd);
+        fpd));
     p.diff_dst = memory(dst, engine(), nullptr);
     p.diff_src = memory(src, engine(), nullptr);
-    if (alg == algorithm::pooling_max) {
-      p.fwd = dnnl::pooling_forward(fpd);
-      p.dst = memory(dst, engine());
-      p.ws = memory(fpd.workspace_desc(), engine());
-    }
   }
   return cache.emplace(std::move(key), std::move(p)).first->second;
 }
@@ -109,66 +112,87 @@ algorithm avg_alg(bool count_include_pad) {
                            : algorithm::pooling_avg_exclude_padding;
 }
 
-void pool_forward(algorithm alg, const PoolWindow& w, const Tensor& x_in,
+Tensor dense(const Tensor& t) {
+  return t.is_contiguous() ? t : materialize(t);
+}
+
+void pool_forward(algorithm alg, const PoolWindow& w, const Tensor& x,
                   Tensor& out) {
-  const Tensor x = x_in.is_contiguous() ? x_in : materialize(x_in);
   sync_threads();
-  Prims& p = prims(alg, false, w, x.shape());
+  Prims& p = prims(alg, Pass::inference, w, x.shape());
   p.src.set_data_handle(x.raw_data());
   p.dst.set_data_handle(out.raw_data());
-  p.fwd.execute(stream(), {{DNNL_ARG_SRC, p.src}, {DNNL_ARG_DST, p.dst}});
+  p.prim.execute(stream(), {{DNNL_ARG_SRC, p.src}, {DNNL_ARG_DST, p.dst}});
   stream().wait();
 }
 
+/** Max pooling that also fills `ws` (see MaxPool) from oneDNN's workspace. */
+void max_pool_training(const PoolWindow& w, const Tensor& x, Tensor& out,
+                       Tensor& ws) {
+  sync_threads();
+  Prims& p = prims(algorithm::pooling_max, Pass::training, w, x.shape());
+  p.src.set_data_handle(x.raw_data());
+  p.dst.set_data_handle(out.raw_data());
+  p.prim.execute(stream(), {{DNNL_ARG_SRC, p.src},
+                            {DNNL_ARG_DST, p.dst},
+                            {DNNL_ARG_WORKSPACE, p.ws}});
+  stream().wait();
+  int32_t* to = static_cast<int32_t*>(ws.raw_data());
+  const void* from = p.ws.get_data_handle();
+  if (p.ws.get_desc().data_type() == memory::data_type::s32)
+    std::copy_n(static_cast<const int32_t*>(from), ws.numel(), to);
+  else
+    std::copy_n(static_cast<const uint8_t*>(from), ws.numel(), to);
+}
+
 void max_pool(const MaxPool& op, Inputs in, Tensor& out) {
-  if (out.numel() == 0) return;
-  if (out.dtype() != float32) return max_pool_direct(op, in, out);
-  pool_forward(algorithm::pooling_max, op.w, in[0], out);
+  if (out.dtype() != float32 || out.numel() == 0)
+    return max_pool_direct(op, in, out);
+  const Tensor x = dense(in[0]);
+  Tensor* ws = op.workspace.get();
+  if (ws) *ws = empty_tensor(out.shape(), int32, out.device());
+  if (max_pool_2x2_applies(op.w, x.shape(), x.dtype()))
+    return max_pool_2x2(static_cast<const float*>(x.raw_data()),
+                        static_cast<float*>(out.raw_data()),
+                        ws ? static_cast<int32_t*>(ws->raw_data()) : nullptr,
+                        x.shape());
+  if (ws) return max_pool_training(op.w, x, out, *ws);
+  pool_forward(algorithm::pooling_max, op.w, x, out);
 }
 
 void avg_pool(const AvgPool& op, Inputs in, Tensor& out) {
   if (out.numel() == 0) return;
   if (out.dtype() != float32) return avg_pool_direct(op, in, out);
-  pool_forward(avg_alg(op.count_include_pad), op.w, in[0], out);
+  pool_forward(avg_alg(op.count_include_pad), op.w, dense(in[0]), out);
 }
 
-void max_pool_grad(const MaxPoolGrad& op, Inputs in, Tensor& out) {
-  if (out.numel() == 0) return;
-  if (out.dtype() != float32) return max_pool_grad_direct(op, in, out);
-  const Tensor x = in[0].is_contiguous() ? in[0] : materialize(in[0]);
-  const Tensor dy = in[1].is_contiguous() ? in[1] : materialize(in[1]);
-  if (dy.numel() == 0) {
-    std::fill_n(static_cast<float*>(out.raw_data()), out.numel(), 0.f);
-    return;
+void max_pool_scatter(const MaxPoolScatter& op, Inputs in, Tensor& out) {
+  if (out.dtype() == float32 && in[0].numel() > 0 &&
+      max_pool_2x2_applies(op.w, op.input_shape, float32)) {
+    const Tensor dy = dense(in[0]), ws = dense(in[1]);
+    return max_pool_2x2_scatter(static_cast<const float*>(dy.raw_data()),
+                                static_cast<const int32_t*>(ws.raw_data()),
+                                static_cast<float*>(out.raw_data()),
+                                op.input_shape);
   }
-  sync_threads();
-  Prims& p = prims(algorithm::pooling_max, true, op.w, x.shape());
-  p.src.set_data_handle(x.raw_data());
-  p.fwd.execute(stream(), {{DNNL_ARG_SRC, p.src},
-                           {DNNL_ARG_DST, p.dst},
-                           {DNNL_ARG_WORKSPACE, p.ws}});
-  p.diff_dst.set_data_handle(dy.raw_data());
-  p.diff_src.set_data_handle(out.raw_data());
-  p.bwd.execute(stream(), {{DNNL_ARG_DIFF_DST, p.diff_dst},
-                           {DNNL_ARG_DIFF_SRC, p.diff_src},
-                           {DNNL_ARG_WORKSPACE, p.ws}});
-  stream().wait();
+  max_pool_scatter_direct(op, in, out);
 }
 
 void avg_pool_grad(const AvgPoolGrad& op, Inputs in, Tensor& out) {
   if (out.numel() == 0) return;
   if (out.dtype() != float32) return avg_pool_grad_direct(op, in, out);
-  const Tensor dy = in[0].is_contiguous() ? in[0] : materialize(in[0]);
+  const Tensor dy = dense(in[0]);
   if (dy.numel() == 0) {
     std::fill_n(static_cast<float*>(out.raw_data()), out.numel(), 0.f);
     return;
   }
   sync_threads();
-  Prims& p = prims(avg_alg(op.count_include_pad), true, op.w, op.input_shape);
+  Prims& p = prims(avg_alg(op.count_include_pad), Pass::backward, op.w,
+                   op.input_shape);
   p.diff_dst.set_data_handle(dy.raw_data());
   p.diff_src.set_data_handle(out.raw_data());
-  p.bwd.execute(stream(), {{DNNL_ARG_DIFF_DST, p.diff_dst},
-                           {DNNL_ARG_DIFF_SRC, p.diff_src}});
+  p.prim.execute(stream(), {{DNNL_ARG_DIFF_DST, p.diff_dst},
+                            {DNNL_ARG_DIFF_SRC, p.diff_src}});
   stream().wait();
 }
 
@@ -178,8 +202,9 @@ void register_pool(Registry& r) {
   constexpr DeviceType cpu = DeviceType::cpu;
   r.set<MaxPool>(cpu, max_pool, "onednn");
   r.set<AvgPool>(cpu, avg_pool, "onednn");
-  r.set<MaxPoolGrad>(cpu, max_pool_grad, "onednn");
   r.set<AvgPoolGrad>(cpu, avg_pool_grad, "onednn");
+  r.set<MaxPoolScatter>(cpu, max_pool_scatter, "xsimd");
+  r.set<MaxPoolGather>(cpu, max_pool_gather_direct, "direct");
   r.set<MaxPoolArgmax>(cpu, max_pool_argmax_direct, "direct");
 }
 

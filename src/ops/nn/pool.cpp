@@ -105,10 +105,18 @@ Tensor restore(const Tensor& y, bool channels_last) {
   return transpose(y, perm);
 }
 
+/** MaxPool that asks its kernel for the workspace when a tape records. */
+MaxPool max_pool_op(const PoolWindow& w) {
+  MaxPool op{w, {}};
+  if (autograd::g_recording_tapes != 0)
+    op.workspace = std::make_shared<Tensor>();
+  return op;
+}
+
 Tensor max_pool(const Tensor& x, const nn::PoolOptions& o, int64_t nd,
                 const char* op) {
   const Prepared p = prepare(x, o, nd, op);
-  return restore(apply(MaxPool{p.w}, {p.x}), p.channels_last);
+  return restore(apply(max_pool_op(p.w), {p.x}), p.channels_last);
 }
 Tensor avg_pool(const Tensor& x, const nn::PoolOptions& o, int64_t nd,
                 const char* op) {
@@ -154,7 +162,7 @@ Tensor avg_pool3d(const Tensor& x, const PoolOptions& o) {
 PoolWithArgmax max_pool2d_with_argmax(const Tensor& x, const PoolOptions& o,
                                       bool include_batch_in_index) {
   const Prepared p = prepare(x, o, 2, "max_pool2d_with_argmax");
-  const Tensor y = apply(MaxPool{p.w}, {p.x});
+  const Tensor y = apply(max_pool_op(p.w), {p.x});
   // Position within the plane is y*W + x; TensorFlow's index is NHWC's.
   const Tensor pos = apply(MaxPoolArgmax{p.w}, {p.x});
   const Shape& s = p.x.shape();
@@ -167,7 +175,14 @@ PoolWithArgmax max_pool2d_with_argmax(const Tensor& x, const PoolOptions& o,
 }  // namespace nn
 
 Grads MaxPool::vjp(const VjpArgs& a) const {
-  return {apply(MaxPoolGrad{w}, {a.x(0), a.grad})};
+  if (!workspace || !workspace->defined())
+    throw ValueError(
+        "[max_pool] expected the workspace of a recorded max pool, got none");
+  // A soft-placed forward leaves the workspace on the host.
+  const Tensor ws = workspace->device() == a.grad.device()
+                        ? *workspace
+                        : workspace->to(a.grad.device());
+  return {apply(MaxPoolScatter{w, a.input_shape(0)}, {a.grad, ws})};
 }
 Grads AvgPool::vjp(const VjpArgs& a) const {
   return {apply(AvgPoolGrad{w, count_include_pad, a.input_shape(0)}, {a.grad})};
@@ -175,18 +190,16 @@ Grads AvgPool::vjp(const VjpArgs& a) const {
 Grads AvgPoolGrad::vjp(const VjpArgs& a) const {
   return {apply(AvgPool{w, count_include_pad}, {a.grad})};
 }
-Grads MaxPoolGrad::vjp(const VjpArgs& a) const {
-  // dx is piecewise constant in x; d/d(dy) picks each window's argmax.
-  if (!a.needs(1)) return {Tensor(), Tensor()};
-  const Tensor& x = a.x(0);
-  const Shape& s = x.shape();
-  const int64_t plane = s.numel() / std::max<int64_t>(s[0] * s[1], 1);
-  const Tensor pos = apply(MaxPoolArgmax{w}, {x});
-  const Tensor flat =
-      reshape(pos + plane_base(s[0], s[1], s.size(), s[1] * plane, plane),
-              {pos.numel()});
-  const Tensor picked = gather(reshape(a.grad, {s.numel()}), flat, 0);
-  return {Tensor(), reshape(picked, pos.shape())};
+// Scatter and gather are linear in their first input and each other's
+// adjoint; the workspace gets no gradient.
+Grads MaxPoolScatter::vjp(const VjpArgs& a) const {
+  if (!a.needs(0)) return {Tensor(), Tensor()};
+  return {apply(MaxPoolGather{w}, {a.grad, a.x(1)}), Tensor()};
+}
+Grads MaxPoolGather::vjp(const VjpArgs& a) const {
+  if (!a.needs(0)) return {Tensor(), Tensor()};
+  return {apply(MaxPoolScatter{w, a.input_shape(0)}, {a.grad, a.x(1)}),
+          Tensor()};
 }
 
 }  // namespace tapeflow
