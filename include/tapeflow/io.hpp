@@ -1,5 +1,7 @@
 #pragma once
-// Persistence: .npz archives, training checkpoints, IDX (MNIST) files.
+// Persistence and record files: .npz archives, training checkpoints, IDX
+// (MNIST) files, TFRecord files.
 #include "tapeflow/io/checkpoint.hpp"
 #include "tapeflow/io/idx.hpp"
 #include "tapeflow/io/npz.hpp"
+#include "tapeflow/io/tfrecord.hpp"
