@@ -129,12 +129,14 @@ TEST_CASE("crc32c: check value, tables and SSE4.2 agree with the definition") {
   const std::string data = random_bytes(20000, 7);
   std::mt19937 rng(1);
   const bool sse = io::detail::crc32c_has_sse42();
-  MESSAGE("SSE4.2 + PCLMUL: " << sse);
+  const bool avx512 = io::detail::crc32c_has_avx512();
+  MESSAGE("SSE4.2 + PCLMUL: " << sse << ", AVX-512 VPCLMULQDQ: " << avx512);
   // Every length up to a few 3-way blocks, at every alignment, and long ones
   // that use the longest block several times.
   std::vector<size_t> lengths;
   for (size_t n = 0; n <= 600; ++n) lengths.push_back(n);
-  for (size_t n : {1023, 1024, 1025, 6143, 6144, 6145, 12289, 19992})
+  for (size_t n :
+       {1023, 1024, 1025, 1087, 1088, 6143, 6144, 6145, 12289, 19992})
     lengths.push_back(n);
   for (size_t n : lengths) {
     const size_t at = rng() % 8;
@@ -145,6 +147,11 @@ TEST_CASE("crc32c: check value, tables and SSE4.2 agree with the definition") {
     CHECK(io::detail::crc32c_portable(0, s.data(), n) == want);
 #if defined(__x86_64__)
     if (sse) CHECK(io::detail::crc32c_sse42(0, s.data(), n) == want);
+    if (avx512) {
+      CHECK(io::detail::crc32c_avx512(0, s.data(), n) == want);
+      CHECK(io::detail::crc32c_avx512(0x12345678u, s.data(), n) ==
+            io::detail::crc32c_portable(0x12345678u, s.data(), n));
+    }
 #endif
     // Extending in two pieces gives the CRC of the whole.
     const size_t cut = n ? rng() % n : 0;

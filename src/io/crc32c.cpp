@@ -122,7 +122,94 @@ __attribute__((target("sse4.2,pclmul"))) uint32_t detail::crc32c_sse42(
   return ~static_cast<uint32_t>(c);
 }
 
+namespace {
+
+// AVX-512 path: folding. A 16-byte lane A (bits 0..63 hold the higher
+// degrees H, 64..127 the lower L) that lies D bits before another one adds
+// A * x^D = H * x^(D+64) + L * x^D to it, and with the clmul scaling above,
+// clmul(H, x^(D+31) mod P) ^ clmul(L, x^(D-33) mod P) is congruent to that
+// and fits in 128 bits. Four 64-byte accumulators fold 256 bytes per step.
+constexpr uint64_t kHigh(int d) {
+  return times_x(0x80000000u, d + 31);
+}
+constexpr uint64_t kLow(int d) {
+  return times_x(0x80000000u, d - 33);
+}
+
+// A template so that the constants are computed by the compiler.
+template <int D>
+__attribute__((target("avx512f,vpclmulqdq"))) __m512i fold_by() {
+  constexpr auto hi = static_cast<int64_t>(kHigh(D));
+  constexpr auto lo = static_cast<int64_t>(kLow(D));
+  return _mm512_set_epi64(lo, hi, lo, hi, lo, hi, lo, hi);
+}
+
+/** a folded by k (every lane), xor b. */
+__attribute__((target("avx512f,vpclmulqdq"))) __m512i fold(__m512i a, __m512i k,
+                                                           __m512i b) {
+  return _mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128(a, k, 0x00),
+                                   _mm512_clmulepi64_epi128(a, k, 0x11), b,
+                                   0x96);
+}
+
+}  // namespace
+
+__attribute__((target("avx512f,vpclmulqdq,sse4.2,pclmul"))) uint32_t
+detail::crc32c_avx512(uint32_t crc, const void* data, size_t n) {
+  if (n < 256) return crc32c_sse42(crc, data, n);
+  const auto* p = static_cast<const unsigned char*>(data);
+  // The initial register enters as an xor into the first 4 bytes.
+  __m512i x0 = _mm512_xor_si512(
+      _mm512_loadu_si512(p),
+      _mm512_zextsi128_si512(_mm_cvtsi32_si128(static_cast<int>(~crc))));
+  __m512i x1 = _mm512_loadu_si512(p + 64);
+  __m512i x2 = _mm512_loadu_si512(p + 128);
+  __m512i x3 = _mm512_loadu_si512(p + 192);
+  p += 256;
+  n -= 256;
+  const __m512i k2048 = fold_by<2048>();
+  for (; n >= 256; p += 256, n -= 256) {
+    x0 = fold(x0, k2048, _mm512_loadu_si512(p));
+    x1 = fold(x1, k2048, _mm512_loadu_si512(p + 64));
+    x2 = fold(x2, k2048, _mm512_loadu_si512(p + 128));
+    x3 = fold(x3, k2048, _mm512_loadu_si512(p + 192));
+  }
+  const __m512i k512 = fold_by<512>();
+  __m512i x =
+      _mm512_xor_si512(fold(x0, fold_by<1536>(), _mm512_setzero_si512()),
+                       fold(x1, fold_by<1024>(), fold(x2, k512, x3)));
+  for (; n >= 64; p += 64, n -= 64) x = fold(x, k512, _mm512_loadu_si512(p));
+  // Lanes 0..2 fold onto lane 3 (384, 256, 128 bits away).
+  constexpr uint64_t k[] = {kHigh(384), kLow(384),  kHigh(256),
+                            kLow(256),  kHigh(128), kLow(128)};
+  const __m512i lanes = _mm512_set_epi64(
+      0, 0, static_cast<int64_t>(k[5]), static_cast<int64_t>(k[4]),
+      static_cast<int64_t>(k[3]), static_cast<int64_t>(k[2]),
+      static_cast<int64_t>(k[1]), static_cast<int64_t>(k[0]));
+  const __m512i y = fold(x, lanes, _mm512_maskz_mov_epi64(0xC0, x));
+  const __m128i lane =
+      _mm_xor_si128(_mm_xor_si128(_mm512_extracti32x4_epi32(y, 0),
+                                  _mm512_extracti32x4_epi32(y, 1)),
+                    _mm_xor_si128(_mm512_extracti32x4_epi32(y, 2),
+                                  _mm512_extracti32x4_epi32(y, 3)));
+  // The 16 bytes of `lane` are now the whole message so far.
+  const uint64_t c = _mm_crc32_u64(
+      _mm_crc32_u64(0, static_cast<uint64_t>(_mm_cvtsi128_si64(lane))),
+      static_cast<uint64_t>(_mm_extract_epi64(lane, 1)));
+  return crc32c_sse42(~static_cast<uint32_t>(c), p, n);
+}
+
 #endif
+
+bool detail::crc32c_has_avx512() {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  return crc32c_has_sse42() && __builtin_cpu_supports("avx512f") &&
+         __builtin_cpu_supports("vpclmulqdq");
+#else
+  return false;
+#endif
+}
 
 bool detail::crc32c_has_sse42() {
 #if defined(__x86_64__)
@@ -137,6 +224,7 @@ namespace {
 using CrcFn = uint32_t (*)(uint32_t, const void*, size_t);
 CrcFn pick() {
 #if defined(__x86_64__)
+  if (detail::crc32c_has_avx512()) return detail::crc32c_avx512;
   if (detail::crc32c_has_sse42()) return detail::crc32c_sse42;
 #endif
   return detail::crc32c_portable;
