@@ -20,7 +20,7 @@ constexpr size_t kHeaderBytes = 12;  // length + its CRC
 
 // A corrupt (or hostile) header can claim up to 2^64 bytes, so a long record
 // is read in growing pieces and the memory follows the data actually there.
-constexpr size_t kFirstPiece = size_t{64} << 20;
+constexpr size_t kFirstPiece = size_t{1} << 20;
 
 static_assert(std::endian::native == std::endian::little,
               "TFRecord integers are little-endian: loads are plain copies");
