@@ -112,6 +112,11 @@ void onednn_batch_norm(benchmark::State& state, bool train);
 // the mnist_cnn / mnist_softmax model on a fixed random batch.
 void tf_train_step_cnn(benchmark::State& state);
 void tf_train_step_softmax(benchmark::State& state);
+// tfrecord_read (bench_records.cpp): one pass over a 128 MiB TFRecord file of
+// 1 KiB records, by TFRecordReader and by plain read() (counters: bytes/s,
+// items = records/s).
+void tf_tfrecord_read(benchmark::State& state);
+void raw_tfrecord_read(benchmark::State& state);
 /** STREAM-style OpenMP loop over preallocated arrays (bench_stream.cpp). */
 void stream_elementwise(benchmark::State& state, EwOp op, int64_t n);
 /** Raw dnnl::matmul primitive, created once outside the timed loop. */

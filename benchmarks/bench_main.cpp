@@ -7,8 +7,9 @@
 // otherwise use every core whatever the setting).
 // Every case is registered here, in case order, so that the implementations
 // of one case run back to back: `<case>/<impl>`, impl one of tapeflow,
-// libtorch, onednn. All timings are wall-clock (UseRealTime): the kernels run
-// on OpenMP threads that a CPU-time clock of the main thread would miss.
+// libtorch, onednn, raw_read. All timings are wall-clock (UseRealTime): the
+// kernels run on OpenMP threads that a CPU-time clock of the main thread
+// would miss.
 #include <dlfcn.h>
 #include <omp.h>
 
@@ -140,6 +141,9 @@ void register_all() {
   if constexpr (kTorch)
     reg("train_step_softmax/libtorch", kMicrosecond,
         torch_peer::train_step_softmax);
+  // Record files (bytes/s and records/s).
+  reg("tfrecord_read/tapeflow", kMillisecond, tf_tfrecord_read);
+  reg("tfrecord_read/raw_read", kMillisecond, raw_tfrecord_read);
 }
 
 }  // namespace
