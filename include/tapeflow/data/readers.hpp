@@ -4,7 +4,9 @@
 // damaged file is a DataLossError "[op] expected ... in <file> at byte <n>".
 // After an error the reader abandons that file and goes on with the next
 // one, which is what ignore_errors() relies on.
+#include <concepts>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -29,11 +31,19 @@ std::unique_ptr<IteratorImpl<std::string>> fixed_length_record_iterator(
  */
 class TextLineDataset : public Dataset<std::string> {
  public:
-  TextLineDataset(std::vector<std::string> filenames,
-                  const std::string& compression_type = "");
-  TextLineDataset(const std::string& filename,
-                  const std::string& compression_type = "")
-      : TextLineDataset(std::vector<std::string>{filename}, compression_type) {}
+  explicit TextLineDataset(std::vector<std::string> filenames,
+                           const std::string& compression_type = "");
+  // A braced list of names means files: without this overload
+  // TextLineDataset({a, b}) could also read as (filename a, compression b).
+  explicit TextLineDataset(std::initializer_list<std::string> filenames,
+                           const std::string& compression_type = "")
+      : TextLineDataset(std::vector<std::string>(filenames), compression_type) {
+  }
+  template <std::convertible_to<std::string> S>
+  explicit TextLineDataset(const S& filename,
+                           const std::string& compression_type = "")
+      : TextLineDataset(std::vector<std::string>{std::string(filename)},
+                        compression_type) {}
 };
 
 /**
@@ -43,16 +53,26 @@ class TextLineDataset : public Dataset<std::string> {
  */
 class FixedLengthRecordDataset : public Dataset<std::string> {
  public:
-  FixedLengthRecordDataset(std::vector<std::string> filenames,
-                           int64_t record_bytes, int64_t header_bytes = 0,
-                           int64_t footer_bytes = 0,
-                           const std::string& compression_type = "");
-  FixedLengthRecordDataset(const std::string& filename, int64_t record_bytes,
-                           int64_t header_bytes = 0, int64_t footer_bytes = 0,
-                           const std::string& compression_type = "")
-      : FixedLengthRecordDataset(std::vector<std::string>{filename},
+  explicit FixedLengthRecordDataset(std::vector<std::string> filenames,
+                                    int64_t record_bytes,
+                                    int64_t header_bytes = 0,
+                                    int64_t footer_bytes = 0,
+                                    const std::string& compression_type = "");
+  explicit FixedLengthRecordDataset(
+      std::initializer_list<std::string> filenames, int64_t record_bytes,
+      int64_t header_bytes = 0, int64_t footer_bytes = 0,
+      const std::string& compression_type = "")
+      : FixedLengthRecordDataset(std::vector<std::string>(filenames),
                                  record_bytes, header_bytes, footer_bytes,
                                  compression_type) {}
+  template <std::convertible_to<std::string> S>
+  explicit FixedLengthRecordDataset(const S& filename, int64_t record_bytes,
+                                    int64_t header_bytes = 0,
+                                    int64_t footer_bytes = 0,
+                                    const std::string& compression_type = "")
+      : FixedLengthRecordDataset(
+            std::vector<std::string>{std::string(filename)}, record_bytes,
+            header_bytes, footer_bytes, compression_type) {}
 };
 
 /**
