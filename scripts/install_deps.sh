@@ -11,6 +11,7 @@ packages=(
   libdnnl-dev liblapack-dev libblas-dev
   doctest-dev libbenchmark-dev libcli11-dev
   libzip-dev zlib1g-dev        # tpf::io: .npz archives, gzipped IDX files
+  libprotobuf-dev protobuf-compiler  # tpf::io: tf.train.Example records
   python3-numpy                # tests/npz_numpy_check.py (skips without it)
   dataset-fashion-mnist        # /usr/share/datasets/fashion-mnist for the samples
 )

@@ -1,6 +1,7 @@
 #include "input_stream.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -24,7 +25,8 @@ namespace detail {
 
 namespace {
 constexpr size_t kBufferBytes = size_t{1} << 18;
-}
+constexpr size_t kMinBufferBytes = size_t{1} << 12;
+}  // namespace
 
 InputStream::InputStream(std::string path, Compression compression,
                          const char* op)
@@ -34,16 +36,24 @@ InputStream::InputStream(std::string path, Compression compression,
     throw IOError(std::string("[") + op_ + "] expected a readable file, got " +
                   path_ + ": " + std::strerror(errno));
   ::posix_fadvise(fd_, 0, 0, POSIX_FADV_SEQUENTIAL);
-  buf_.resize(kBufferBytes);
-  if (compression_ != Compression::kNone) {
-    packed_.resize(kBufferBytes);
-    // 15 + 16: a gzip header and trailer around the deflate data.
-    const int window = compression_ == Compression::kGzip ? 15 + 16 : 15;
-    if (inflateInit2(&zs_, window) != Z_OK)
-      throw IOError(std::string("[") + op_ + "] zlib failed to start for " +
-                    path_);
-    zs_open_ = true;
+  // A small file gets a buffer of its size: a dataset may hold many small
+  // shards open at once, and a fresh 256 KiB costs page faults each time.
+  size_t file_buffer = kBufferBytes;
+  struct stat st;
+  if (::fstat(fd_, &st) == 0 && S_ISREG(st.st_mode))
+    file_buffer = std::clamp(static_cast<size_t>(st.st_size), kMinBufferBytes,
+                             kBufferBytes);
+  buf_.resize(file_buffer);
+  if (compression_ == Compression::kNone) return;
+  packed_.resize(file_buffer);
+  // 15 + 16: a gzip header and trailer around the deflate data.
+  const int window = compression_ == Compression::kGzip ? 15 + 16 : 15;
+  if (inflateInit2(&zs_, window) != Z_OK) {
+    ::close(fd_);
+    throw IOError(std::string("[") + op_ + "] zlib failed to start for " +
+                  path_);
   }
+  zs_open_ = true;
 }
 
 InputStream::~InputStream() {

@@ -1,0 +1,163 @@
+#include "tapeflow/io/tfrecord.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cstdio>
+#include <cstring>
+
+#include "input_stream.hpp"
+#include "output_stream.hpp"
+#include "tapeflow/core/error.hpp"
+#include "tapeflow/io/crc32c.hpp"
+
+namespace tapeflow::io {
+
+namespace {
+
+constexpr const char* kReader = "TFRecordReader";
+constexpr const char* kWriter = "TFRecordWriter";
+constexpr size_t kHeaderBytes = 12;  // length + its CRC
+
+// A corrupt (or hostile) header can claim up to 2^64 bytes, so a long record
+// is read in growing pieces and the memory follows the data actually there.
+constexpr size_t kFirstPiece = size_t{64} << 20;
+
+static_assert(std::endian::native == std::endian::little,
+              "TFRecord integers are little-endian: loads are plain copies");
+
+uint64_t load_u64(const unsigned char* p) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return v;
+}
+uint32_t load_u32(const unsigned char* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+void store_u64(unsigned char* p, uint64_t v) {
+  std::memcpy(p, &v, 8);
+}
+void store_u32(unsigned char* p, uint32_t v) {
+  std::memcpy(p, &v, 4);
+}
+
+std::string hex(uint32_t v) {
+  char s[11];
+  std::snprintf(s, sizeof s, "0x%08x", v);
+  return s;
+}
+
+/** Reads exactly n bytes of `what` into `dst` or fails as truncated. */
+void read_all(detail::InputStream& in, char* dst, size_t n, const char* what) {
+  const uint64_t start = in.offset();
+  const size_t got = in.read(dst, n);
+  if (got != n)
+    in.fail(std::to_string(n) + " bytes of " + what + ", got " +
+                std::to_string(got) + " (truncated " + what + ")",
+            start);
+}
+
+}  // namespace
+
+TFRecordReader::TFRecordReader(const std::string& path, Compression compression)
+    : in_(std::make_unique<detail::InputStream>(path, compression, kReader)) {}
+TFRecordReader::~TFRecordReader() = default;
+TFRecordReader::TFRecordReader(TFRecordReader&&) noexcept = default;
+TFRecordReader& TFRecordReader::operator=(TFRecordReader&&) noexcept = default;
+
+uint64_t TFRecordReader::offset() const {
+  return in_->offset();
+}
+const std::string& TFRecordReader::path() const {
+  return in_->path();
+}
+
+bool TFRecordReader::read(std::string& record) {
+  detail::InputStream& in = *in_;
+  const uint64_t start = in.offset();
+  unsigned char header[kHeaderBytes];
+  if (!in.read_exact(header, kHeaderBytes, "record header")) return false;
+  const uint64_t length = load_u64(header);
+  const uint32_t stored = load_u32(header + 8);
+  const uint32_t actual = mask_crc32c(crc32c_extend(0, header, 8));
+  if (stored != actual)
+    in.fail("a record length with masked CRC32C " + hex(stored) + ", got " +
+                hex(actual) + " (corrupt length " + std::to_string(length) +
+                ")",
+            start);
+
+  const uint64_t data_start = in.offset();
+  if (length <= kFirstPiece) {
+    record.resize(length);
+    read_all(in, record.data(), length, "record data");
+  } else {
+    record.clear();
+    size_t piece = kFirstPiece;
+    while (record.size() < length) {
+      const size_t have = record.size();
+      const size_t want =
+          static_cast<size_t>(std::min<uint64_t>(length - have, piece));
+      record.resize(have + want);
+      const size_t got = in.read(record.data() + have, want);
+      if (got != want)
+        in.fail(std::to_string(length) + " bytes of record data, got " +
+                    std::to_string(have + got) + " (truncated record data)",
+                data_start);
+      piece *= 2;
+    }
+  }
+
+  unsigned char footer[4];
+  read_all(in, reinterpret_cast<char*>(footer), 4, "record footer");
+  const uint32_t stored_data = load_u32(footer);
+  const uint32_t actual_data =
+      mask_crc32c(crc32c_extend(0, record.data(), record.size()));
+  if (stored_data != actual_data)
+    in.fail("record data with masked CRC32C " + hex(stored_data) + ", got " +
+                hex(actual_data) + " (corrupt data of " +
+                std::to_string(length) + " bytes)",
+            data_start);
+  return true;
+}
+
+TFRecordWriter::TFRecordWriter(const std::string& path, Compression compression)
+    : out_(std::make_unique<detail::OutputStream>(path, compression, kWriter)) {
+}
+
+TFRecordWriter::~TFRecordWriter() {
+  if (!out_) return;
+  try {
+    out_->close();
+  } catch (const Error&) {
+    // A destructor cannot report it; close() is there for callers who care.
+  }
+}
+TFRecordWriter::TFRecordWriter(TFRecordWriter&&) noexcept = default;
+TFRecordWriter& TFRecordWriter::operator=(TFRecordWriter&& other) noexcept {
+  if (this != &other) {
+    TFRecordWriter old(std::move(*this));  // closes our file when it goes
+    out_ = std::move(other.out_);
+  }
+  return *this;
+}
+
+void TFRecordWriter::write(std::string_view record) {
+  unsigned char header[kHeaderBytes];
+  store_u64(header, record.size());
+  store_u32(header + 8, mask_crc32c(crc32c_extend(0, header, 8)));
+  unsigned char footer[4];
+  store_u32(footer, mask_crc32c(crc32c(record)));
+  out_->write(header, kHeaderBytes);
+  out_->write(record.data(), record.size());
+  out_->write(footer, 4);
+}
+
+void TFRecordWriter::flush() {
+  out_->flush();
+}
+void TFRecordWriter::close() {
+  out_->close();
+}
+
+}  // namespace tapeflow::io

@@ -1,0 +1,423 @@
+// tpf::io record files: CRC32C, TFRecordReader/TFRecordWriter (plain, GZIP,
+// ZLIB; corruption and truncation), and the private InputStream they share
+// with the other record readers. Example protos are in test_example.cpp.
+#include <unistd.h>
+#include <zlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <random>
+
+#include "io/crc32c_detail.hpp"
+#include "io/input_stream.hpp"
+#include "support/check.hpp"
+#include "tapeflow/io/crc32c.hpp"
+#include "tapeflow/io/tfrecord.hpp"
+
+namespace fs = std::filesystem;
+namespace io = tpf::io;
+
+namespace {
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    static int n = 0;
+    path =
+        fs::temp_directory_path() /
+        ("tpf_records_" + std::to_string(getpid()) + "_" + std::to_string(n++));
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() { fs::remove_all(path); }
+  std::string operator/(const std::string& name) const {
+    return (path / name).string();
+  }
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+void spit(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+}
+
+/** The definition, one bit at a time: the reference for every fast path. */
+uint32_t crc32c_bitwise(const std::string& s) {
+  uint32_t c = 0xffffffffu;
+  for (unsigned char b : s) {
+    c ^= b;
+    for (int i = 0; i < 8; ++i) c = (c >> 1) ^ (0x82F63B78u & (0u - (c & 1)));
+  }
+  return ~c;
+}
+uint32_t masked(const std::string& s) {
+  const uint32_t c = crc32c_bitwise(s);
+  return ((c >> 15) | (c << 17)) + 0xa282ead8u;
+}
+
+std::string le(uint64_t v, int bytes) {
+  std::string s;
+  for (int i = 0; i < bytes; ++i) s += static_cast<char>((v >> (8 * i)) & 0xff);
+  return s;
+}
+
+/** One TFRecord frame built from the format's definition. */
+std::string frame(const std::string& data) {
+  const std::string len = le(data.size(), 8);
+  return len + le(masked(len), 4) + data + le(masked(data), 4);
+}
+
+std::string random_bytes(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::string s(n, '\0');
+  for (auto& ch : s) ch = static_cast<char>(rng());
+  return s;
+}
+
+/** deflate with zlib's window bits: 15 ZLIB, 31 GZIP. */
+std::string deflate_bytes(const std::string& data, int window) {
+  z_stream zs{};
+  REQUIRE(deflateInit2(&zs, 6, Z_DEFLATED, window, 8, Z_DEFAULT_STRATEGY) ==
+          Z_OK);
+  std::string out(deflateBound(&zs, data.size()) + 64, '\0');
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+  zs.avail_in = static_cast<uInt>(data.size());
+  zs.next_out = reinterpret_cast<Bytef*>(out.data());
+  zs.avail_out = static_cast<uInt>(out.size());
+  REQUIRE(deflate(&zs, Z_FINISH) == Z_STREAM_END);
+  out.resize(zs.total_out);
+  deflateEnd(&zs);
+  return out;
+}
+
+std::vector<std::string> read_all(const std::string& path,
+                                  io::Compression c = io::Compression::kNone) {
+  io::TFRecordReader r(path, c);
+  std::vector<std::string> out;
+  std::string rec;
+  while (r.read(rec)) out.push_back(rec);
+  return out;
+}
+
+/** Reading `path` throws DataLossError naming the file and every part. */
+void check_data_loss(const std::string& path,
+                     const std::vector<std::string>& parts,
+                     io::Compression c = io::Compression::kNone) {
+  try {
+    read_all(path, c);
+    FAIL("expected DataLossError for " << path);
+  } catch (const tpf::DataLossError& e) {
+    const std::string msg = e.what();
+    CHECK_MESSAGE(msg.rfind("[TFRecordReader] expected", 0) == 0, msg);
+    CHECK_MESSAGE(msg.find(path) != std::string::npos, msg);
+    for (const auto& p : parts)
+      CHECK_MESSAGE(msg.find(p) != std::string::npos, (msg + " lacks " + p));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("crc32c: check value, tables and SSE4.2 agree with the definition") {
+  CHECK(crc32c_bitwise("123456789") == 0xE3069283u);
+  CHECK(io::crc32c("123456789") == 0xE3069283u);
+  CHECK(io::crc32c("") == 0u);
+  // 32 zero bytes: RFC 3720 B.4.
+  CHECK(io::crc32c(std::string(32, '\0')) == 0x8A9136AAu);
+  const std::string data = random_bytes(20000, 7);
+  std::mt19937 rng(1);
+  const bool sse = io::detail::crc32c_has_sse42();
+  MESSAGE("SSE4.2 + PCLMUL: " << sse);
+  // Every length up to a few 3-way blocks, at every alignment, and long ones
+  // that use the longest block several times.
+  std::vector<size_t> lengths;
+  for (size_t n = 0; n <= 600; ++n) lengths.push_back(n);
+  for (size_t n : {1023, 1024, 1025, 6143, 6144, 6145, 12289, 19992})
+    lengths.push_back(n);
+  for (size_t n : lengths) {
+    const size_t at = rng() % 8;
+    const std::string s = data.substr(at, n);
+    const uint32_t want = crc32c_bitwise(s);
+    CAPTURE(n);
+    CHECK(io::crc32c(s) == want);
+    CHECK(io::detail::crc32c_portable(0, s.data(), n) == want);
+#if defined(__x86_64__)
+    if (sse) CHECK(io::detail::crc32c_sse42(0, s.data(), n) == want);
+#endif
+    // Extending in two pieces gives the CRC of the whole.
+    const size_t cut = n ? rng() % n : 0;
+    CHECK(io::crc32c_extend(io::crc32c(s.substr(0, cut)), s.data() + cut,
+                            n - cut) == want);
+  }
+}
+
+TEST_CASE("crc32c: masking is TFRecord's and unmask inverts it") {
+  for (uint32_t c : {0u, 1u, 0xE3069283u, 0xffffffffu, 0x12345678u}) {
+    CHECK(io::mask_crc32c(c) == (((c >> 15) | (c << 17)) + 0xa282ead8u));
+    CHECK(io::unmask_crc32c(io::mask_crc32c(c)) == c);
+  }
+}
+
+TEST_CASE("TFRecordWriter writes the format's bytes; the reader reads them") {
+  TempDir dir;
+  const std::vector<std::string> recs = {"", "a", "hello world",
+                                         random_bytes(5000, 3)};
+  std::string expected;
+  for (const auto& r : recs) expected += frame(r);
+  {
+    io::TFRecordWriter w(dir / "w.tfrecord");
+    for (const auto& r : recs) w.write(r);
+  }
+  CHECK(slurp(dir / "w.tfrecord") == expected);
+  spit(dir / "hand.tfrecord", expected);
+  CHECK(read_all(dir / "hand.tfrecord") == recs);
+  // offset() is the start of the next record.
+  io::TFRecordReader r(dir / "hand.tfrecord");
+  std::string rec;
+  CHECK(r.offset() == 0);
+  REQUIRE(r.read(rec));
+  CHECK(r.offset() == 16);
+  REQUIRE(r.read(rec));
+  CHECK(r.offset() == 16 + 17);
+  CHECK(r.path() == dir / "hand.tfrecord");
+}
+
+TEST_CASE("TFRecord round trips: none, GZIP, ZLIB") {
+  TempDir dir;
+  std::vector<std::string> recs;
+  for (int i = 0; i < 300; ++i)
+    recs.push_back(random_bytes(static_cast<size_t>(i * 37 % 2000), i));
+  recs.push_back(std::string(1 << 20, 'x'));  // longer than any buffer
+  recs.push_back("");
+  for (auto c : {io::Compression::kNone, io::Compression::kGzip,
+                 io::Compression::kZlib}) {
+    CAPTURE(static_cast<int>(c));
+    const std::string path = dir / "r.tfrecord";
+    io::TFRecordWriter w(path, c);
+    for (const auto& r : recs) w.write(r);
+    w.close();
+    w.close();  // idempotent
+    const std::string bytes = slurp(path);
+    if (c == io::Compression::kGzip) {
+      CHECK(bytes.substr(0, 2) == "\x1f\x8b");
+    } else if (c == io::Compression::kZlib) {
+      CHECK(static_cast<unsigned char>(bytes[0]) == 0x78);
+    }
+    if (c != io::Compression::kNone) CHECK(bytes.size() < (1 << 20));
+    CHECK(read_all(path, c) == recs);
+  }
+}
+
+TEST_CASE("TFRecordWriter::flush makes written records readable") {
+  TempDir dir;
+  for (auto c : {io::Compression::kNone, io::Compression::kGzip}) {
+    const std::string path = dir / "f.tfrecord";
+    io::TFRecordWriter w(path, c);
+    w.write("one");
+    w.write("two");
+    w.flush();
+    io::TFRecordReader r(path, c);
+    std::string rec;
+    REQUIRE(r.read(rec));
+    CHECK(rec == "one");
+    REQUIRE(r.read(rec));
+    CHECK(rec == "two");
+    if (c == io::Compression::kNone) {
+      CHECK_FALSE(r.read(rec));
+    } else {
+      // The GZIP stream is not finished yet: a reader sees it cut short.
+      CHECK_THROWS_AS(r.read(rec), tpf::DataLossError);
+    }
+    w.write("three");
+    w.close();
+    CHECK(read_all(path, c) == std::vector<std::string>{"one", "two", "three"});
+    CHECK_THROWS_AS(w.write("late"), tpf::IOError);
+  }
+}
+
+TEST_CASE("TFRecordReader: missing file, unwritable path are IOErrors") {
+  TempDir dir;
+  CHECK_THROWS_AS(io::TFRecordReader(dir / "none.tfrecord"), tpf::IOError);
+  CHECK_THROWS_AS(io::TFRecordWriter(dir / "no/such/dir/x.tfrecord"),
+                  tpf::IOError);
+  spit(dir / "empty.tfrecord", "");
+  CHECK(read_all(dir / "empty.tfrecord").empty());
+}
+
+TEST_CASE("TFRecordReader: corrupt CRCs are DataLossErrors with the offset") {
+  TempDir dir;
+  const std::string a = frame("first"), b = frame("second record");
+  const std::string path = dir / "c.tfrecord";
+
+  std::string bad_len_crc = a + b;
+  bad_len_crc[a.size() + 9] ^= 0x01;  // the second record's length CRC
+  spit(path, bad_len_crc);
+  check_data_loss(path, {"record length with masked CRC32C",
+                         "at byte " + std::to_string(a.size())});
+
+  std::string bad_data = a + b;
+  bad_data[a.size() + 12 + 3] ^= 0x40;  // a byte of the second record's data
+  spit(path, bad_data);
+  const std::string crc_hex = [&] {
+    char s[16];
+    std::snprintf(s, sizeof s, "0x%08x", masked("second record"));
+    return std::string(s);
+  }();
+  check_data_loss(path, {"record data with masked CRC32C " + crc_hex,
+                         "at byte " + std::to_string(a.size() + 12)});
+
+  std::string bad_footer = a + b;
+  bad_footer[bad_footer.size() - 1] ^= 0x80;
+  spit(path, bad_footer);
+  check_data_loss(path, {"record data with masked CRC32C"});
+
+  // The first record still comes out before the error.
+  io::TFRecordReader r(path);
+  std::string rec;
+  REQUIRE(r.read(rec));
+  CHECK(rec == "first");
+  CHECK_THROWS_AS(r.read(rec), tpf::DataLossError);
+}
+
+TEST_CASE("TFRecordReader: truncation anywhere is a DataLossError") {
+  TempDir dir;
+  const std::string a = frame("first"), b = frame("0123456789");
+  const std::string path = dir / "t.tfrecord";
+  struct Case {
+    size_t keep;  // bytes of the second record kept
+    std::string what;
+    size_t at;  // where the truncated part starts
+  };
+  const std::vector<Case> cases = {
+      {5, "12 bytes of record header, got 5 (truncated record header)", 0},
+      {12, "10 bytes of record data, got 0 (truncated record data)", 12},
+      {17, "10 bytes of record data, got 5 (truncated record data)", 12},
+      {22, "4 bytes of record footer, got 0 (truncated record footer)", 22},
+      {24, "4 bytes of record footer, got 2 (truncated record footer)", 22},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.keep);
+    spit(path, a + b.substr(0, c.keep));
+    check_data_loss(path,
+                    {c.what, "at byte " + std::to_string(a.size() + c.at)});
+  }
+}
+
+TEST_CASE("TFRecordReader: a wrong length with a valid CRC") {
+  TempDir dir;
+  const std::string path = dir / "l.tfrecord";
+  const std::string data = "abcdefgh";
+  auto with_length = [&](uint64_t n) {
+    const std::string len = le(n, 8);
+    return len + le(masked(len), 4) + data + le(masked(data), 4);
+  };
+  // Shorter: the data CRC covers the wrong bytes.
+  spit(path, with_length(4));
+  check_data_loss(path, {"record data with masked CRC32C", "at byte 12"});
+  // Longer: the file ends first.
+  spit(path, with_length(100));
+  check_data_loss(path, {"100 bytes of record data, got 12", "at byte 12"});
+  // Absurd: memory follows the data that is there, not the header's claim.
+  spit(path, with_length(uint64_t{1} << 62));
+  check_data_loss(path, {"4611686018427387904 bytes of record data, got 12"});
+  spit(path, with_length(~uint64_t{0}));
+  check_data_loss(path, {"truncated record data"});
+}
+
+TEST_CASE("TFRecordReader: a damaged compressed stream is a DataLossError") {
+  TempDir dir;
+  const std::string path = dir / "z.tfrecord";
+  {
+    io::TFRecordWriter w(path, io::Compression::kGzip);
+    for (int i = 0; i < 100; ++i) w.write(random_bytes(100, i));
+  }
+  const std::string bytes = slurp(path);
+  spit(path, bytes.substr(0, bytes.size() / 2));
+  check_data_loss(path, {"truncated stream"}, io::Compression::kGzip);
+  std::string flipped = bytes;
+  flipped[flipped.size() / 2] ^= 0x55;
+  spit(path, flipped);
+  CHECK_THROWS_AS(read_all(path, io::Compression::kGzip), tpf::DataLossError);
+  // Plain data read as GZIP.
+  spit(path, frame("plain"));
+  CHECK_THROWS_AS(read_all(path, io::Compression::kGzip), tpf::DataLossError);
+}
+
+// InputStream (private): the buffered reader under every record reader.
+
+TEST_CASE("InputStream: plain reads, skips, lines and offsets") {
+  TempDir dir;
+  const std::string path = dir / "p.txt";
+  spit(path, "line one\r\nline two\n\nlast");
+  io::detail::InputStream in(path, io::Compression::kNone, "test_op");
+  std::string line;
+  REQUIRE(in.read_line(line));
+  CHECK(line == "line one");
+  CHECK(in.offset() == 10);
+  char buf[4];
+  REQUIRE(in.read_exact(buf, 4, "word"));
+  CHECK(std::string(buf, 4) == "line");
+  CHECK(in.skip(1) == 1);
+  REQUIRE(in.read_line(line));
+  CHECK(line == "two");
+  REQUIRE(in.read_line(line));
+  CHECK(line.empty());
+  REQUIRE(in.read_line(line));
+  CHECK(line == "last");
+  CHECK_FALSE(in.read_line(line));
+  CHECK_FALSE(in.read_exact(buf, 4, "word"));
+  CHECK(in.skip(10) == 0);
+  CHECK(in.offset() == 24);
+  CHECK_THROWS_AS(
+      io::detail::InputStream(dir / "missing", io::Compression::kNone, "op"),
+      tpf::IOError);
+}
+
+TEST_CASE("InputStream: GZIP, ZLIB, concatenated GZIP members") {
+  TempDir dir;
+  const std::string data = random_bytes(700000, 11);  // several buffers
+  auto read_back = [&](const std::string& bytes, io::Compression c) {
+    spit(dir / "z", bytes);
+    io::detail::InputStream in(dir / "z", c, "test_op");
+    std::string out(data.size() * 2 + 10, '\0');
+    const size_t got = in.read(out.data(), out.size());
+    out.resize(got);
+    CHECK(in.offset() == got);
+    return out;
+  };
+  CHECK(read_back(deflate_bytes(data, 31), io::Compression::kGzip) == data);
+  CHECK(read_back(deflate_bytes(data, 15), io::Compression::kZlib) == data);
+  // What `cat a.gz b.gz` makes is one stream of both.
+  CHECK(read_back(deflate_bytes(data, 31) + deflate_bytes("tail", 31),
+                  io::Compression::kGzip) == data + "tail");
+  CHECK(read_back(deflate_bytes("", 31), io::Compression::kGzip).empty());
+}
+
+TEST_CASE("InputStream: damaged compressed data is a DataLossError") {
+  TempDir dir;
+  const std::string data = random_bytes(100000, 5);
+  auto check_loss = [&](const std::string& bytes, io::Compression c,
+                        const std::string& part) {
+    spit(dir / "z", bytes);
+    io::detail::InputStream in(dir / "z", c, "test_op");
+    std::string out(data.size() + 100, '\0');
+    try {
+      in.read(out.data(), out.size());
+      FAIL("expected DataLossError");
+    } catch (const tpf::DataLossError& e) {
+      const std::string msg = e.what();
+      CHECK_MESSAGE(msg.rfind("[test_op] expected", 0) == 0, msg);
+      CHECK_MESSAGE(msg.find(dir / "z") != std::string::npos, msg);
+      CHECK_MESSAGE(msg.find(part) != std::string::npos, msg);
+    }
+  };
+  const std::string gz = deflate_bytes(data, 31);
+  check_loss(gz.substr(0, gz.size() - 5), io::Compression::kGzip,
+             "truncated stream");
+  check_loss(gz.substr(0, 1), io::Compression::kGzip, "truncated stream");
+  check_loss(deflate_bytes(data, 15) + "junk", io::Compression::kZlib,
+             "trailing bytes");
+  check_loss(data, io::Compression::kZlib, "valid compressed data");
+}
