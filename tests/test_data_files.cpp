@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include "support/check.hpp"
 #include "support/data_helpers.hpp"
@@ -230,4 +231,69 @@ TEST_CASE("mnist: (image, label) pairs from IDX files") {
   CHECK(std::get<1>(batched[0]).to_vector<int64_t>() ==
         std::vector<int64_t>{7, 2});
   CHECK_THROWS_AS(data::mnist(dir / "nowhere", "train"), tpf::IOError);
+}
+
+TEST_CASE("TFRecordDataset: records written by TFRecordWriter") {
+  TempDir dir;
+  const std::vector<std::pair<std::string, std::string>> kinds = {
+      {"", "plain"}, {"GZIP", "gz"}, {"ZLIB", "z"}};
+  for (const auto& [type, ext] : kinds) {
+    const auto c = tpf::io::parse_compression(type, "test");
+    for (int f = 0; f < 2; ++f) {
+      tpf::io::TFRecordWriter w(dir / ("r" + std::to_string(f) + "." + ext), c);
+      for (int i = 0; i < 3; ++i)
+        w.write("rec" + std::to_string(f) + std::to_string(i));
+      w.write("");  // an empty record is still a record
+      w.close();
+    }
+    auto ds =
+        data::TFRecordDataset({dir / ("r0." + ext), dir / ("r1." + ext)}, type);
+    CHECK(collect(ds) == std::vector<std::string>{"rec00", "rec01", "rec02", "",
+                                                  "rec10", "rec11", "rec12",
+                                                  ""});
+  }
+
+  // A flipped data byte fails record 1's CRC; ignore_errors drops the rest
+  // of that file and goes on with the next.
+  std::ifstream in(dir / "r0.plain", std::ios::binary);
+  std::string bytes{std::istreambuf_iterator<char>(in), {}};
+  bytes[8 + 4 + 5 + 4 + 8 + 4 + 2] ^= 1;  // record 1 = "rec01", data byte 2
+  spit(dir / "bad.plain", bytes);
+  auto it = data::TFRecordDataset(dir / "bad.plain").make_iterator();
+  CHECK(*it.get_next() == "rec00");
+  throws_with<tpf::DataLossError>(
+      [&] { it.get_next(); },
+      {"[TFRecordReader]", dir / "bad.plain", "at byte"});
+  CHECK(collect(data::TFRecordDataset({dir / "bad.plain", dir / "r1.plain"})
+                    .ignore_errors()) ==
+        std::vector<std::string>{"rec00", "rec10", "rec11", "rec12", ""});
+  CHECK_THROWS_AS(data::TFRecordDataset(dir / "r0.plain", "BZIP2"),
+                  tpf::ValueError);
+}
+
+TEST_CASE("TFRecordDataset of Examples: batch, then parse_example") {
+  TempDir dir;
+  {
+    tpf::io::TFRecordWriter w(dir / "ex.tfrecord");
+    for (int64_t i = 0; i < 5; ++i)
+      w.write(tpf::io::serialize_example(
+          {{"x", std::vector<float>{float(i), float(2 * i)}},
+           {"y", std::vector<int64_t>{i % 2}}}));
+  }
+  const tpf::io::FeatureSpecs spec = {
+      {"x", tpf::io::FixedLenFeature{tpf::float32, {2}}},
+      {"y", tpf::io::FixedLenFeature{tpf::int64, {}}}};
+  auto ds = data::TFRecordDataset(dir / "ex.tfrecord")
+                .batch(2)
+                .map([&spec](const std::vector<std::string>& records) {
+                  auto parsed = tpf::io::parse_example(records, spec);
+                  return std::tuple{parsed.dense.at("x"), parsed.dense.at("y")};
+                })
+                .prefetch(2);
+  auto batches = collect(ds);
+  REQUIRE(batches.size() == 3);
+  CHECK_CLOSE(std::get<0>(batches[1]), tpf::tensor({{2.f, 4.f}, {3.f, 6.f}}));
+  CHECK(std::get<1>(batches[1]).to_vector<int64_t>() ==
+        std::vector<int64_t>{0, 1});
+  CHECK(std::get<0>(batches[2]).shape() == tpf::Shape{1, 2});
 }

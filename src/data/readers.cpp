@@ -4,6 +4,7 @@
 #include <functional>
 
 #include "io/input_stream.hpp"
+#include "tapeflow/io/tfrecord.hpp"
 
 namespace tapeflow::data {
 
@@ -13,53 +14,52 @@ namespace {
 using io::detail::InputStream;
 
 /**
- * Walks a list of files, one InputStream at a time. An exception while
- * opening or reading a file abandons that file, so the next call goes on
- * with the following one (the rest of a damaged file cannot be trusted).
+ * Walks a list of files, one open Source (an InputStream or a reader over
+ * one) at a time. An exception while opening or reading a file abandons that
+ * file, so the next call goes on with the following one: the rest of a
+ * damaged file cannot be trusted.
  */
+template <class Source>
 class FileWalker {
  public:
-  FileWalker(std::vector<std::string> files, io::Compression compression,
-             const char* op)
-      : files_(std::move(files)), compression_(compression), op_(op) {}
+  using Open = std::function<std::unique_ptr<Source>(const std::string&)>;
+  FileWalker(std::vector<std::string> files, Open open)
+      : files_(std::move(files)), open_(std::move(open)) {}
 
-  /** Calls read(stream) until it yields; nullopt once every file is done. */
+  /** Calls read(source) until it yields; nullopt once every file is done. */
   template <class Read>
   std::optional<std::string> next(Read&& read) {
-    while (stream_ || next_file_ < files_.size()) {
+    while (source_ || next_file_ < files_.size()) {
       try {
-        if (!stream_) {
-          stream_ = std::make_unique<InputStream>(files_[next_file_++],
-                                                  compression_, op_);
-          opened(*stream_);
+        if (!source_) {
+          source_ = open_(files_[next_file_++]);
           continue;
         }
-        if (std::optional<std::string> r = read(*stream_)) return r;
-        stream_.reset();
+        if (std::optional<std::string> r = read(*source_)) return r;
+        source_.reset();
       } catch (...) {
-        stream_.reset();
+        source_.reset();
         throw;
       }
     }
     return std::nullopt;
   }
 
-  /** Runs once per file after opening it (e.g. to skip a header). */
-  std::function<void(InputStream&)> opened = [](InputStream&) {};
-
  private:
   std::vector<std::string> files_;
-  io::Compression compression_;
-  const char* op_;
+  Open open_;
   size_t next_file_ = 0;
-  std::unique_ptr<InputStream> stream_;
+  std::unique_ptr<Source> source_;
 };
 
 class TextLineIterator final : public IteratorImpl<std::string> {
  public:
   TextLineIterator(const std::vector<std::string>& files,
                    io::Compression compression)
-      : walker_(files, compression, "TextLineDataset") {}
+      : walker_(files, [compression](const std::string& path) {
+          return std::make_unique<InputStream>(path, compression,
+                                               "TextLineDataset");
+        }) {}
 
   std::optional<std::string> next() override {
     return walker_.next([](InputStream& s) -> std::optional<std::string> {
@@ -70,7 +70,7 @@ class TextLineIterator final : public IteratorImpl<std::string> {
   }
 
  private:
-  FileWalker walker_;
+  FileWalker<InputStream> walker_;
 };
 
 /**
@@ -83,18 +83,21 @@ class FixedLengthRecordIterator final : public IteratorImpl<std::string> {
   FixedLengthRecordIterator(const std::vector<std::string>& files,
                             int64_t record_bytes, int64_t header_bytes,
                             int64_t footer_bytes, io::Compression compression)
-      : walker_(files, compression, "FixedLengthRecordDataset"),
+      : walker_(files,
+                [this, compression](const std::string& path) {
+                  auto s = std::make_unique<InputStream>(
+                      path, compression, "FixedLengthRecordDataset");
+                  window_.clear();
+                  if (s->skip(header_) < header_)
+                    s->fail("a header of " + std::to_string(header_) +
+                                " bytes, got a file of " +
+                                std::to_string(s->offset()),
+                            0);
+                  return s;
+                }),
         record_(static_cast<size_t>(record_bytes)),
         header_(static_cast<size_t>(header_bytes)),
-        footer_(static_cast<size_t>(footer_bytes)) {
-    walker_.opened = [this](InputStream& s) {
-      window_.clear();
-      if (s.skip(header_) < header_)
-        s.fail("a header of " + std::to_string(header_) +
-                   " bytes, got a file of " + std::to_string(s.offset()),
-               0);
-    };
-  }
+        footer_(static_cast<size_t>(footer_bytes)) {}
 
   std::optional<std::string> next() override {
     return walker_.next([this](InputStream& s) -> std::optional<std::string> {
@@ -124,9 +127,31 @@ class FixedLengthRecordIterator final : public IteratorImpl<std::string> {
   }
 
  private:
-  FileWalker walker_;
+  FileWalker<InputStream> walker_;
   const size_t record_, header_, footer_;
   std::string window_;
+};
+
+/** The records of TFRecord files, every CRC checked by TFRecordReader. */
+class TFRecordIterator final : public IteratorImpl<std::string> {
+ public:
+  TFRecordIterator(const std::vector<std::string>& files,
+                   io::Compression compression)
+      : walker_(files, [compression](const std::string& path) {
+          return std::make_unique<io::TFRecordReader>(path, compression);
+        }) {}
+
+  std::optional<std::string> next() override {
+    return walker_.next(
+        [](io::TFRecordReader& r) -> std::optional<std::string> {
+          std::string record;
+          if (!r.read(record)) return std::nullopt;
+          return record;
+        });
+  }
+
+ private:
+  FileWalker<io::TFRecordReader> walker_;
 };
 
 }  // namespace
@@ -141,6 +166,11 @@ std::unique_ptr<IteratorImpl<std::string>> fixed_length_record_iterator(
     int64_t header_bytes, int64_t footer_bytes, io::Compression compression) {
   return std::make_unique<FixedLengthRecordIterator>(
       files, record_bytes, header_bytes, footer_bytes, compression);
+}
+
+std::unique_ptr<IteratorImpl<std::string>> tfrecord_iterator(
+    const std::vector<std::string>& files, io::Compression compression) {
+  return std::make_unique<TFRecordIterator>(files, compression);
 }
 
 }  // namespace detail
@@ -171,6 +201,14 @@ FixedLengthRecordDataset::FixedLengthRecordDataset(
         std::to_string(record_bytes) + ", " + std::to_string(header_bytes) +
         " and " + std::to_string(footer_bytes));
 }
+
+TFRecordDataset::TFRecordDataset(std::vector<std::string> filenames,
+                                 const std::string& compression_type)
+    : Dataset<std::string>(
+          [files = std::move(filenames),
+           c = io::parse_compression(compression_type, "TFRecordDataset")] {
+            return detail::tfrecord_iterator(files, c);
+          }) {}
 
 Dataset<std::tuple<Tensor, Tensor>> mnist(const std::string& dir,
                                           const std::string& split) {

@@ -1,5 +1,6 @@
 #pragma once
-// File sources of tpf::data: text lines, fixed-length records, MNIST (IDX).
+// File sources of tpf::data: text lines, fixed-length records, TFRecord,
+// MNIST (IDX).
 // Every reader goes through one buffered stream (plain, GZIP or ZLIB), so a
 // damaged file is a DataLossError "[op] expected ... in <file> at byte <n>".
 // After an error the reader abandons that file and goes on with the next
@@ -23,6 +24,8 @@ std::unique_ptr<IteratorImpl<std::string>> text_line_iterator(
 std::unique_ptr<IteratorImpl<std::string>> fixed_length_record_iterator(
     const std::vector<std::string>& files, int64_t record_bytes,
     int64_t header_bytes, int64_t footer_bytes, io::Compression compression);
+std::unique_ptr<IteratorImpl<std::string>> tfrecord_iterator(
+    const std::vector<std::string>& files, io::Compression compression);
 }  // namespace detail
 
 /**
@@ -73,6 +76,26 @@ class FixedLengthRecordDataset : public Dataset<std::string> {
       : FixedLengthRecordDataset(
             std::vector<std::string>{std::string(filename)}, record_bytes,
             header_bytes, footer_bytes, compression_type) {}
+};
+
+/**
+ * The records of TFRecord files (io::TFRecordReader: both CRCs of every
+ * record checked), usually serialized tf.train.Example protos for
+ * io::parse_example. compression_type: "", "GZIP" or "ZLIB".
+ */
+class TFRecordDataset : public Dataset<std::string> {
+ public:
+  explicit TFRecordDataset(std::vector<std::string> filenames,
+                           const std::string& compression_type = "");
+  explicit TFRecordDataset(std::initializer_list<std::string> filenames,
+                           const std::string& compression_type = "")
+      : TFRecordDataset(std::vector<std::string>(filenames), compression_type) {
+  }
+  template <std::convertible_to<std::string> S>
+  explicit TFRecordDataset(const S& filename,
+                           const std::string& compression_type = "")
+      : TFRecordDataset(std::vector<std::string>{std::string(filename)},
+                        compression_type) {}
 };
 
 /**
