@@ -140,6 +140,11 @@ void register_all() {
   if constexpr (kTorch)
     reg("train_step_softmax/libtorch", kMicrosecond,
         torch_peer::train_step_softmax);
+  // tpf::data: does prefetch hide the input pipeline behind the step?
+  reg("input_pipeline_no_prefetch/tapeflow", kMicrosecond, tf_input_pipeline,
+      false);
+  reg("input_pipeline_prefetch/tapeflow", kMicrosecond, tf_input_pipeline,
+      true);
 }
 
 }  // namespace
