@@ -306,3 +306,25 @@ TEST_CASE("explicit iterators: nullopt at the end, restartable epochs") {
   CHECK(*bit.get_next() == 2);
   CHECK_FALSE(bit.get_next().has_value());
 }
+
+TEST_CASE("parallel map and prefetch over tensor ops") {
+  // Tensor ops on worker threads (allocator, kernels, OpenMP) while the
+  // consumer batches and reduces on its own.
+  auto ds = data::range(64)
+                .map(
+                    [](tpf::Tensor i) {
+                      auto v = tpf::full({16}, double(i.item<int64_t>()));
+                      return tpf::sum(v * 2.f + 1.f);
+                    },
+                    4)
+                .batch(8)
+                .prefetch(2);
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    std::vector<double> got;
+    for (auto& b : ds)
+      for (float v : b.to_vector<float>()) got.push_back(v);
+    REQUIRE(got.size() == 64);
+    for (size_t i = 0; i < got.size(); ++i)
+      CHECK(got[i] == doctest::Approx(16.0 * (2.0 * double(i) + 1.0)));
+  }
+}
