@@ -261,11 +261,11 @@ namespace {
 template <class Queue>
 void contention(Queue& q, bool fifo) {
   constexpr int kProducers = 4, kConsumers = 4;
-  const int64_t per_producer = kItems / kProducers;
+  constexpr int64_t per_producer = kItems / kProducers;
   std::vector<std::vector<int64_t>> got(kConsumers);
   std::vector<std::thread> threads;
   for (int p = 0; p < kProducers; ++p)
-    threads.emplace_back([&q, p, per_producer] {
+    threads.emplace_back([&q, p] {
       for (int64_t i = 0; i < per_producer; ++i)
         q.enqueue(p * per_producer + i);
     });

@@ -34,18 +34,18 @@ class ParallelMapIterator final : public IteratorImpl<Out> {
         f_(std::move(f)),
         window_limit_(static_cast<size_t>(workers)) {
     threads_.reserve(static_cast<size_t>(workers));
-    for (int64_t i = 0; i < workers; ++i)
-      threads_.emplace_back([this] { work(); });
+    try {
+      for (int64_t i = 0; i < workers; ++i)
+        threads_.emplace_back([this] { work(); });
+    } catch (...) {
+      // No destructor runs after a throwing constructor: join here, or the
+      // joinable threads would terminate the program.
+      stop_and_join();
+      throw;
+    }
   }
 
-  ~ParallelMapIterator() override {
-    {
-      std::lock_guard lock(mu_);
-      stop_ = true;
-    }
-    space_.notify_all();
-    for (auto& t : threads_) t.join();
-  }
+  ~ParallelMapIterator() override { stop_and_join(); }
 
   std::optional<Out> next() override {
     std::unique_lock lock(mu_);
@@ -67,6 +67,15 @@ class ParallelMapIterator final : public IteratorImpl<Out> {
     std::exception_ptr error;
     bool done = false;
   };
+
+  void stop_and_join() {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    space_.notify_all();
+    for (auto& t : threads_) t.join();
+  }
 
   void work() {
     for (;;) {
