@@ -91,9 +91,9 @@ class BlockingQueue {
 
   /**
    * Takes exactly n elements at once (n <= capacity - min_after_dequeue),
-   * blocking until they
-   * are there. Once closed with fewer than n left it throws OutOfRangeError
-   * and takes nothing (use dequeue_up_to for the rest).
+   * blocking until they are there. Once closed with fewer than n left it
+   * throws OutOfRangeError and takes nothing (use dequeue_up_to for the
+   * rest).
    */
   std::vector<T> dequeue_many(int64_t n) {
     check_count(n, "dequeue_many");
