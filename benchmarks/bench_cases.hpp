@@ -117,6 +117,15 @@ void tf_train_step_softmax(benchmark::State& state);
 // items = records/s).
 void tf_tfrecord_read(benchmark::State& state);
 void raw_tfrecord_read(benchmark::State& state);
+/**
+ * input_pipeline_{no_prefetch,prefetch} (bench_data.cpp): a consumer whose
+ * step costs kPipelineStepUs reads batches of kPipelineBatch from
+ * map(kPipelineMapUs per element).batch() (.prefetch(2) when `prefetch`).
+ * Counter wait_us: consumer time per step spent waiting in get_next().
+ */
+inline constexpr int64_t kPipelineMapUs = 20, kPipelineBatch = 32,
+                         kPipelineStepUs = 1000;
+void tf_input_pipeline(benchmark::State& state, bool prefetch);
 /** STREAM-style OpenMP loop over preallocated arrays (bench_stream.cpp). */
 void stream_elementwise(benchmark::State& state, EwOp op, int64_t n);
 /** Raw dnnl::matmul primitive, created once outside the timed loop. */

@@ -144,6 +144,11 @@ void register_all() {
   // Record files (bytes/s and records/s).
   reg("tfrecord_read/tapeflow", kMillisecond, tf_tfrecord_read);
   reg("tfrecord_read/raw_read", kMillisecond, raw_tfrecord_read);
+  // tpf::data: does prefetch hide the input pipeline behind the step?
+  reg("input_pipeline_no_prefetch/tapeflow", kMicrosecond, tf_input_pipeline,
+      false);
+  reg("input_pipeline_prefetch/tapeflow", kMicrosecond, tf_input_pipeline,
+      true);
 }
 
 }  // namespace

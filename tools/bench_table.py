@@ -87,6 +87,8 @@ def collect(doc):
             row["gflops"] = pick("GFLOP")
         if "per_op" in bs[0]:
             row["per_op_ns"] = pick("per_op") * 1e9
+        if "wait_us" in bs[0]:
+            row["wait_us"] = pick("wait_us")
         rows[key] = row
     for key, msg in errors.items():
         rows[key] = {"error": msg}
@@ -112,6 +114,8 @@ def fmt_cell(row):
         cell += f" ({row['gbps']:.1f} GB/s)"
     elif "per_op_ns" in row:
         cell += f" ({fmt_time(row['per_op_ns'])}/op)"
+    elif "wait_us" in row:
+        cell += f" (waits {fmt_time(row['wait_us'] * 1e3)}/step)"
     return cell
 
 

@@ -8,6 +8,7 @@
 #include "tapeflow/core/shape.hpp"
 #include "tapeflow/core/tensor.hpp"
 #include "tapeflow/creation.hpp"
+#include "tapeflow/data.hpp"
 #include "tapeflow/io.hpp"
 #include "tapeflow/memory.hpp"
 #include "tapeflow/nn/activations.hpp"

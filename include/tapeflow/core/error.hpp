@@ -36,4 +36,10 @@ class OutOfRangeError : public Error {
   using Error::Error;
 };
 
+/** An operation on something already shut down, e.g. enqueue on a closed queue.
+ */
+class CancelledError : public Error {
+  using Error::Error;
+};
+
 }  // namespace tapeflow

@@ -1,0 +1,384 @@
+#pragma once
+// The stateful and threaded transformations of Dataset<T>: map (sequential
+// or on worker threads), shuffle, cache, interleave, prefetch. Included by
+// dataset.hpp.
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "tapeflow/data/dataset.hpp"
+#include "tapeflow/data/queue.hpp"
+
+namespace tapeflow::data {
+
+namespace detail {
+
+/**
+ * map with num_parallel_calls workers. Pulling from upstream is serialized
+ * (an upstream stage is not thread-safe) and each pulled element takes the
+ * next slot of an ordered window, so results come out in input order however
+ * the workers finish. An exception (from upstream or f) is stored in its slot
+ * and rethrown by next() at that position; the workers go on.
+ */
+template <class In, class Out, class F>
+class ParallelMapIterator final : public IteratorImpl<Out> {
+ public:
+  ParallelMapIterator(std::unique_ptr<IteratorImpl<In>> in, F f,
+                      int64_t workers)
+      : in_(std::move(in)),
+        f_(std::move(f)),
+        window_limit_(static_cast<size_t>(workers)) {
+    threads_.reserve(static_cast<size_t>(workers));
+    try {
+      for (int64_t i = 0; i < workers; ++i)
+        threads_.emplace_back([this] { work(); });
+    } catch (...) {
+      // No destructor runs after a throwing constructor: join here, or the
+      // joinable threads would terminate the program.
+      stop_and_join();
+      throw;
+    }
+  }
+
+  ~ParallelMapIterator() override { stop_and_join(); }
+
+  std::optional<Out> next() override {
+    std::unique_lock lock(mu_);
+    done_.wait(lock, [&] {
+      return window_.empty() ? input_ended_ : window_.front()->done;
+    });
+    if (window_.empty()) return std::nullopt;
+    std::shared_ptr<Slot> slot = std::move(window_.front());
+    window_.pop_front();
+    lock.unlock();
+    space_.notify_one();
+    if (slot->error) std::rethrow_exception(slot->error);
+    return std::move(slot->value);
+  }
+
+ private:
+  struct Slot {
+    std::optional<Out> value;
+    std::exception_ptr error;
+    bool done = false;
+  };
+
+  void stop_and_join() {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    space_.notify_all();
+    for (auto& t : threads_) t.join();
+  }
+
+  void work() {
+    for (;;) {
+      std::shared_ptr<Slot> slot;
+      std::optional<In> x;
+      std::exception_ptr error;
+      {
+        // Held while pulling, so slots are taken in input order.
+        std::lock_guard pull(pull_mu_);
+        {
+          std::unique_lock lock(mu_);
+          space_.wait(lock, [&] {
+            return stop_ || input_ended_ || window_.size() < window_limit_;
+          });
+          if (stop_ || input_ended_) return;
+          slot = std::make_shared<Slot>();
+          window_.push_back(slot);
+        }
+        try {
+          x = in_->next();
+        } catch (...) {
+          error = std::current_exception();
+        }
+        if (!x && !error) {
+          // The end: this worker's slot is the newest one, drop it.
+          {
+            std::lock_guard lock(mu_);
+            window_.pop_back();
+            input_ended_ = true;
+          }
+          done_.notify_all();
+          space_.notify_all();
+          return;
+        }
+      }
+      if (x) {
+        try {
+          slot->value.emplace(invoke_element(f_, std::move(*x)));
+        } catch (...) {
+          error = std::current_exception();
+        }
+      }
+      {
+        std::lock_guard lock(mu_);
+        slot->error = error;
+        slot->done = true;
+      }
+      done_.notify_all();
+    }
+  }
+
+  std::unique_ptr<IteratorImpl<In>> in_;
+  F f_;
+  const size_t window_limit_;
+  std::mutex pull_mu_;  // taken before mu_, never after
+  std::mutex mu_;
+  std::condition_variable space_, done_;
+  std::deque<std::shared_ptr<Slot>> window_;
+  bool input_ended_ = false, stop_ = false;
+  std::vector<std::thread> threads_;  // last: joined before the rest goes
+};
+
+/**
+ * prefetch: a producer thread moves elements (or the exception that came
+ * instead of one) from upstream into a FIFOQueue. Destruction closes the
+ * queue with cancel_pending_enqueues, so a producer blocked on a full queue
+ * wakes with CancelledError and exits, and is joined.
+ */
+template <class T>
+class PrefetchIterator final : public IteratorImpl<T> {
+ public:
+  PrefetchIterator(std::unique_ptr<IteratorImpl<T>> in, int64_t buffer_size)
+      : in_(std::move(in)), queue_(buffer_size), thread_([this] { run(); }) {}
+
+  ~PrefetchIterator() override {
+    queue_.close(/*cancel_pending_enqueues=*/true);
+    thread_.join();
+  }
+
+  std::optional<T> next() override {
+    if (ended_) return std::nullopt;
+    std::optional<Item> item = queue_.dequeue_or_end();
+    if (item && item->error) std::rethrow_exception(item->error);
+    if (!item || !item->value) {
+      ended_ = true;
+      return std::nullopt;
+    }
+    return std::move(item->value);
+  }
+
+ private:
+  struct Item {
+    std::optional<T> value;
+    std::exception_ptr error;  // neither value nor error: the end
+  };
+
+  void run() {
+    try {
+      for (;;) {
+        Item item;
+        try {
+          item.value = in_->next();
+        } catch (...) {
+          item.error = std::current_exception();
+        }
+        const bool end = !item.value && !item.error;
+        queue_.enqueue(std::move(item));
+        if (end) return;
+      }
+    } catch (const CancelledError&) {
+      // The consumer went away.
+    } catch (...) {
+      // enqueue itself failed (out of memory): end the data with the error.
+      queue_.close();
+    }
+  }
+
+  std::unique_ptr<IteratorImpl<T>> in_;
+  FIFOQueue<Item> queue_;
+  bool ended_ = false;
+  std::thread thread_;  // last: started once the rest exists
+};
+
+/** A stream of seeds with no visible correlation (SplitMix64's mixer). */
+inline uint64_t mix_seed(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+template <class T>
+struct CacheState {
+  std::mutex mu;
+  bool complete = false;
+  std::vector<T> values;
+};
+
+}  // namespace detail
+
+template <class T>
+template <class F>
+Dataset<detail::element_result_t<F, T>> Dataset<T>::map(
+    F f, int64_t num_parallel_calls) const {
+  using U = detail::element_result_t<F, T>;
+  static_assert(!std::is_void_v<U>, "map's function must return a value");
+  if (num_parallel_calls == kAutotune)
+    num_parallel_calls =
+        std::max<int64_t>(1, std::thread::hardware_concurrency());
+  if (num_parallel_calls < 1)
+    throw ValueError(
+        "[map] expected num_parallel_calls >= 1 or kAutotune, got " +
+        std::to_string(num_parallel_calls));
+  Dataset up = *this;
+  return Dataset<U>(
+      [up, f, num_parallel_calls]() -> std::unique_ptr<IteratorImpl<U>> {
+        if (num_parallel_calls > 1)
+          return std::make_unique<detail::ParallelMapIterator<T, U, F>>(
+              up.make_impl(), f, num_parallel_calls);
+        return detail::make_fn_iterator<U>(
+            [in = up.make_impl(), f]() mutable -> std::optional<U> {
+              std::optional<T> x = in->next();
+              if (!x) return std::nullopt;
+              return detail::invoke_element(f, std::move(*x));
+            });
+      });
+}
+
+template <class T>
+Dataset<T> Dataset<T>::shuffle(int64_t buffer_size,
+                               std::optional<uint64_t> seed,
+                               bool reshuffle_each_iteration) const {
+  if (buffer_size < 1)
+    throw ValueError("[shuffle] expected buffer_size >= 1, got " +
+                     std::to_string(buffer_size));
+  const uint64_t base = seed ? *seed : std::random_device{}();
+  // Shared by the copies of this dataset: each epoch gets the next number.
+  auto epochs = std::make_shared<std::atomic<uint64_t>>(0);
+  Dataset up = *this;
+  return Dataset([up, buffer_size, base, reshuffle_each_iteration, epochs] {
+    const uint64_t epoch = epochs->fetch_add(1);
+    const uint64_t s = detail::mix_seed(
+        base ^ (reshuffle_each_iteration ? detail::mix_seed(epoch) : 0));
+    return detail::make_fn_iterator<T>(
+        [in = up.make_impl(), size = static_cast<size_t>(buffer_size),
+         rng = std::mt19937_64(s), buffer = std::vector<T>(),
+         ended = false]() mutable -> std::optional<T> {
+          while (!ended && buffer.size() < size) {
+            std::optional<T> x = in->next();
+            if (!x)
+              ended = true;
+            else
+              buffer.push_back(std::move(*x));
+          }
+          if (buffer.empty()) return std::nullopt;
+          std::uniform_int_distribution<size_t> pick(0, buffer.size() - 1);
+          std::swap(buffer[pick(rng)], buffer.back());
+          T v = std::move(buffer.back());
+          buffer.pop_back();
+          return v;
+        });
+  });
+}
+
+template <class T>
+Dataset<T> Dataset<T>::cache() const {
+  auto state = std::make_shared<detail::CacheState<T>>();
+  Dataset up = *this;
+  return Dataset([up, state]() -> std::unique_ptr<IteratorImpl<T>> {
+    {
+      std::lock_guard lock(state->mu);
+      if (state->complete)
+        // Complete values are never written again: read without the lock.
+        return detail::make_fn_iterator<T>(
+            [state, i = size_t{0}]() mutable -> std::optional<T> {
+              if (i == state->values.size()) return std::nullopt;
+              return state->values[i++];
+            });
+    }
+    return detail::make_fn_iterator<T>(
+        [state, in = up.make_impl(),
+         seen = std::vector<T>()]() mutable -> std::optional<T> {
+          if (!in) return std::nullopt;
+          std::optional<T> x = in->next();
+          if (x) {
+            seen.push_back(*x);
+            return x;
+          }
+          in.reset();
+          std::lock_guard lock(state->mu);
+          if (!state->complete) {
+            state->values = std::move(seen);
+            state->complete = true;
+          }
+          return std::nullopt;
+        });
+  });
+}
+
+template <class T>
+template <class F>
+auto Dataset<T>::interleave(F f, int64_t cycle_length,
+                            int64_t block_length) const {
+  using Inner = detail::element_result_t<F, T>;
+  using U = typename Inner::element_type;
+  static_assert(std::is_same_v<Inner, Dataset<U>>,
+                "interleave's function must return a Dataset");
+  if (cycle_length < 1 || block_length < 1)
+    throw ValueError(
+        "[interleave] expected cycle_length >= 1 and block_length >= 1, got " +
+        std::to_string(cycle_length) + " and " + std::to_string(block_length));
+  Dataset up = *this;
+  return Dataset<U>([up, f, cycle_length, block_length] {
+    // tf.data's InterleaveDataset order: a slot gives block_length elements,
+    // then the cycle moves on; an empty slot takes the next input element's
+    // dataset and is read at once; an exhausted one moves the cycle on.
+    return detail::make_fn_iterator<U>(
+        [in = up.make_impl(), f, block_length,
+         cycle = std::vector<std::unique_ptr<IteratorImpl<U>>>(
+             static_cast<size_t>(cycle_length)),
+         index = size_t{0}, in_block = int64_t{0}, open = size_t{0},
+         input_ended = false]() mutable -> std::optional<U> {
+          auto advance = [&] {
+            in_block = 0;
+            index = (index + 1) % cycle.size();
+          };
+          while (!input_ended || open > 0) {
+            if (cycle[index]) {
+              if (std::optional<U> x = cycle[index]->next()) {
+                if (++in_block == block_length) advance();
+                return x;
+              }
+              cycle[index].reset();
+              --open;
+              advance();
+            } else if (!input_ended) {
+              std::optional<T> x = in->next();
+              if (!x) {
+                input_ended = true;
+              } else {
+                cycle[index] =
+                    detail::invoke_element(f, std::move(*x)).make_impl();
+                ++open;
+              }
+            } else {
+              advance();
+            }
+          }
+          return std::nullopt;
+        });
+  });
+}
+
+template <class T>
+Dataset<T> Dataset<T>::prefetch(int64_t buffer_size) const {
+  if (buffer_size < 1)
+    throw ValueError("[prefetch] expected buffer_size >= 1, got " +
+                     std::to_string(buffer_size));
+  Dataset up = *this;
+  return Dataset([up, buffer_size]() -> std::unique_ptr<IteratorImpl<T>> {
+    return std::make_unique<detail::PrefetchIterator<T>>(up.make_impl(),
+                                                         buffer_size);
+  });
+}
+
+}  // namespace tapeflow::data

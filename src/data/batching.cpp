@@ -1,0 +1,106 @@
+// The compiled parts of tpf::data's batching and slicing.
+#include "tapeflow/data/batching.hpp"
+
+#include <algorithm>
+
+#include "tapeflow/data/dataset.hpp"
+#include "tapeflow/ops/shape.hpp"
+
+namespace tapeflow::data {
+namespace detail {
+
+Tensor row(const Tensor& t, int64_t i) {
+  std::vector<int64_t> begin(static_cast<size_t>(t.rank()), 0);
+  std::vector<int64_t> size(static_cast<size_t>(t.rank()), -1);
+  begin[0] = i;
+  size[0] = 1;
+  return squeeze(slice(t, begin, size), {0});
+}
+
+Tensor stack(const std::vector<Tensor>& elements, const char* op) {
+  const Tensor& first = elements.at(0);
+  std::vector<Tensor> rows;
+  rows.reserve(elements.size());
+  for (size_t i = 0; i < elements.size(); ++i) {
+    const Tensor& t = elements[i];
+    if (!(t.shape() == first.shape()))
+      throw ShapeError(std::string("[") + op +
+                       "] expected every element of shape " +
+                       first.shape().str() + " (element 0's), got " +
+                       t.shape().str() + " at element " + std::to_string(i) +
+                       "; padded_batch pads to a common shape");
+    if (t.dtype() != first.dtype())
+      throw DTypeError(
+          std::string("[") + op + "] expected every element of dtype " +
+          std::string(dtype_name(first.dtype())) + " (element 0's), got " +
+          std::string(dtype_name(t.dtype())) + " at element " +
+          std::to_string(i));
+    rows.push_back(expand_dims(t, 0));
+  }
+  return rows.size() == 1 ? rows[0].contiguous() : concat(rows, 0);
+}
+
+Tensor pad_and_stack(const std::vector<Tensor>& elements,
+                     const std::vector<int64_t>& padded_shape, double value,
+                     const char* op) {
+  const Tensor& first = elements.at(0);
+  const int64_t rank = first.rank();
+  if (!padded_shape.empty() &&
+      static_cast<int64_t>(padded_shape.size()) != rank)
+    throw ShapeError(std::string("[") + op + "] expected a padded shape of " +
+                     std::to_string(rank) +
+                     " entries (the elements' rank), got " +
+                     std::to_string(padded_shape.size()));
+  Shape target = first.shape();
+  for (size_t i = 0; i < elements.size(); ++i) {
+    const Tensor& t = elements[i];
+    if (t.rank() != rank)
+      throw ShapeError(std::string("[") + op +
+                       "] expected every element of rank " +
+                       std::to_string(rank) + " (element 0's), got shape " +
+                       t.shape().str() + " at element " + std::to_string(i));
+    for (int64_t d = 0; d < rank; ++d)
+      target[d] = std::max(target[d], t.dim(d));
+  }
+  for (int64_t d = 0; d < rank && !padded_shape.empty(); ++d) {
+    const int64_t want = padded_shape[static_cast<size_t>(d)];
+    if (want < 0) continue;
+    if (want < target[d])
+      throw ShapeError(std::string("[") + op + "] expected axis " +
+                       std::to_string(d) + " of every element at most " +
+                       std::to_string(want) +
+                       " (the padded shape), got an element of extent " +
+                       std::to_string(target[d]));
+    target[d] = want;
+  }
+  std::vector<Tensor> padded;
+  padded.reserve(elements.size());
+  for (const Tensor& t : elements) {
+    Tensor p = t;
+    for (int64_t d = 0; d < rank; ++d) {
+      if (p.dim(d) == target[d]) continue;
+      Shape fill_shape = p.shape();
+      fill_shape[d] = target[d] - p.dim(d);
+      p = concat({p, full(fill_shape, value, t.dtype(), t.device())}, d);
+    }
+    padded.push_back(std::move(p));
+  }
+  return stack(padded, op);
+}
+
+}  // namespace detail
+
+Dataset<Tensor> range(int64_t start, int64_t stop, int64_t step) {
+  if (step == 0) throw ValueError("[range] expected a non-zero step, got 0");
+  return Dataset<Tensor>([start, stop, step] {
+    return detail::make_fn_iterator<Tensor>(
+        [i = start, stop, step]() mutable -> std::optional<Tensor> {
+          if (step > 0 ? i >= stop : i <= stop) return std::nullopt;
+          const int64_t v = i;
+          i += step;
+          return from_buffer(&v, {}, int64);
+        });
+  });
+}
+
+}  // namespace tapeflow::data

@@ -1,0 +1,315 @@
+// tpf::data's threads: parallel map, prefetch, FIFOQueue and
+// RandomShuffleQueue. Only header-only parts (elements are plain integers,
+// no Tensor), so that the same file also builds as the ThreadSanitizer test
+// (data_tsan) without an instrumented libtapeflow. TPF_TSAN scales the
+// contention tests down (TSan runs them ~10x slower).
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <chrono>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "tapeflow/data/dataset.hpp"
+
+namespace data = tapeflow::data;
+namespace tpf = tapeflow;
+using namespace std::chrono_literals;
+
+namespace {
+
+#ifdef TPF_TSAN
+constexpr int64_t kItems = 100'000;
+#else
+constexpr int64_t kItems = 1'000'000;
+#endif
+
+/** 0, 1, ..., n - 1 (forever when n < 0), counting the calls in `pulled`. */
+data::Dataset<int64_t> counting(int64_t n,
+                                std::shared_ptr<std::atomic<int64_t>> pulled) {
+  return data::from_generator([n, pulled] {
+    return [n, pulled, i = int64_t{0}]() mutable -> std::optional<int64_t> {
+      if (n >= 0 && i == n) return std::nullopt;
+      pulled->fetch_add(1);
+      return i++;
+    };
+  });
+}
+
+data::Dataset<int64_t> iota(int64_t n) {
+  return counting(n, std::make_shared<std::atomic<int64_t>>(0));
+}
+
+template <class T>
+std::vector<T> collect(const data::Dataset<T>& ds) {
+  std::vector<T> out;
+  for (auto& x : ds) out.push_back(x);
+  return out;
+}
+
+std::vector<int64_t> expected_iota(int64_t n, int64_t mul = 1) {
+  std::vector<int64_t> v;
+  for (int64_t i = 0; i < n; ++i) v.push_back(i * mul);
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("parallel map keeps the input order") {
+  // Later elements finish first: the output must not follow.
+  auto slow_first = [](int64_t x) {
+    std::this_thread::sleep_for(std::chrono::microseconds((7 - x % 8) * 50));
+    return x * 3;
+  };
+  for (int64_t workers : {int64_t{2}, int64_t{4}, int64_t{8}, data::kAutotune})
+    CHECK(collect(iota(200).map(slow_first, workers)) == expected_iota(200, 3));
+  CHECK(collect(iota(0).map(slow_first, 4)).empty());
+  CHECK_THROWS_AS(iota(3).map(slow_first, 0), tpf::ValueError);
+}
+
+TEST_CASE("parallel map runs calls concurrently") {
+  std::atomic<int> running{0}, most{0};
+  auto f = [&](int64_t x) {
+    const int now = ++running;
+    int seen = most.load();
+    while (now > seen && !most.compare_exchange_weak(seen, now)) {
+    }
+    std::this_thread::sleep_for(2ms);
+    --running;
+    return x;
+  };
+  CHECK(collect(iota(40).map(f, 4)) == expected_iota(40));
+  CHECK(most.load() > 1);
+  CHECK(most.load() <= 4);
+}
+
+TEST_CASE("errors from worker threads come out in the consumer's thread") {
+  auto f = [](int64_t x) {
+    if (x == 5) throw tpf::DataLossError("[f] expected x != 5, got 5");
+    return x;
+  };
+  for (int64_t workers : {1, 3}) {
+    auto it = iota(8).map(f, workers).prefetch(2).make_iterator();
+    for (int64_t i = 0; i < 5; ++i) CHECK(*it.get_next() == i);
+    CHECK_THROWS_WITH_AS(it.get_next(), "[f] expected x != 5, got 5",
+                         tpf::DataLossError);
+    // The pipeline goes on after the failed element.
+    CHECK(*it.get_next() == 6);
+    CHECK(*it.get_next() == 7);
+    CHECK_FALSE(it.get_next().has_value());
+    std::vector<int64_t> kept =
+        collect(iota(8).map(f, workers).prefetch(3).ignore_errors());
+    CHECK(kept == std::vector<int64_t>{0, 1, 2, 3, 4, 6, 7});
+  }
+  // An error thrown by the upstream of a prefetch (on its thread).
+  auto gen = data::from_generator([i = 0]() mutable -> std::optional<int> {
+    if (++i == 2) throw tpf::IOError("[gen] expected a file, got none");
+    return i < 4 ? std::optional<int>(i) : std::nullopt;
+  });
+  CHECK(collect(gen.prefetch(4).ignore_errors()) == std::vector<int>{1, 3});
+  CHECK_THROWS_AS(collect(gen.prefetch(4)), tpf::IOError);
+  CHECK_THROWS_AS(collect(gen.map([](int x) { return x; }, 2)), tpf::IOError);
+}
+
+TEST_CASE("prefetch fills its buffer ahead of the consumer") {
+  auto pulled = std::make_shared<std::atomic<int64_t>>(0);
+  auto it = counting(100, pulled).prefetch(5).make_iterator();
+  CHECK(*it.get_next() == 0);
+  // One handed out, five buffered, at most one more in the producer's hands.
+  for (int i = 0; i < 2000 && pulled->load() < 6; ++i)
+    std::this_thread::sleep_for(1ms);
+  CHECK(pulled->load() >= 6);
+  CHECK(pulled->load() <= 7);
+  for (int64_t i = 1; i < 100; ++i) CHECK(*it.get_next() == i);
+  CHECK_FALSE(it.get_next().has_value());
+}
+
+TEST_CASE("destroying iterators mid-epoch joins their threads") {
+  auto endless = iota(-1);
+  // Producer blocked on a full queue; workers blocked on a full window; both
+  // stacked; slow calls in flight.
+  for (int round = 0; round < 20; ++round) {
+    {
+      auto it = endless.prefetch(2).make_iterator();
+      CHECK(*it.get_next() == 0);
+    }
+    {
+      auto it = endless.map([](int64_t x) { return x; }, 4).make_iterator();
+      CHECK(*it.get_next() == 0);
+    }
+    {
+      auto it = endless.map([](int64_t x) { return x + 1; }, 3)
+                    .prefetch(1)
+                    .map([](int64_t x) { return x; }, 2)
+                    .prefetch(3)
+                    .make_iterator();
+      CHECK(*it.get_next() == 1);
+    }
+    {
+      auto it = endless
+                    .map(
+                        [](int64_t x) {
+                          std::this_thread::sleep_for(1ms);
+                          return x;
+                        },
+                        4)
+                    .prefetch(8)
+                    .make_iterator();
+      it.get_next();
+    }
+    // Never asked for anything.
+    auto unused =
+        endless.map([](int64_t x) { return x; }, 2).prefetch(2).make_iterator();
+  }
+  // A range-for left early.
+  int64_t sum = 0;
+  for (int64_t x : endless.map([](int64_t x) { return x; }, 2).prefetch(4)) {
+    if (x == 10) break;
+    sum += x;
+  }
+  CHECK(sum == 45);
+}
+
+TEST_CASE("FIFOQueue: order, close, dequeue_many, dequeue_up_to") {
+  data::FIFOQueue<int> q(4);
+  for (int i = 0; i < 4; ++i) q.enqueue(i);
+  CHECK(q.size() == 4);
+  CHECK(q.dequeue() == 0);
+  CHECK(q.dequeue_many(2) == std::vector<int>{1, 2});
+  q.enqueue(4);
+  q.close();
+  CHECK(q.is_closed());
+  CHECK_THROWS_AS(q.enqueue(5), tpf::CancelledError);
+  // Closed: what is left drains, then the end.
+  CHECK_THROWS_AS(q.dequeue_many(3), tpf::OutOfRangeError);
+  CHECK(q.dequeue_up_to(3) == std::vector<int>{3, 4});
+  CHECK_THROWS_AS(q.dequeue(), tpf::OutOfRangeError);
+  CHECK_THROWS_AS(q.dequeue_up_to(1), tpf::OutOfRangeError);
+  CHECK_FALSE(q.dequeue_or_end().has_value());
+  CHECK_THROWS_AS(data::FIFOQueue<int>(0), tpf::ValueError);
+  CHECK_THROWS_AS(q.dequeue_many(5), tpf::ValueError);
+}
+
+TEST_CASE("queues: blocked callers wake on close") {
+  data::FIFOQueue<int> empty(2);
+  std::thread consumer(
+      [&] { CHECK_THROWS_AS(empty.dequeue(), tpf::OutOfRangeError); });
+  std::this_thread::sleep_for(5ms);
+  empty.close();
+  consumer.join();
+
+  // Without cancellation a blocked enqueue waits for space; with it, fails.
+  data::FIFOQueue<int> full(1);
+  full.enqueue(1);
+  std::thread pending([&] { full.enqueue(2); });
+  std::this_thread::sleep_for(5ms);
+  full.close();
+  CHECK(full.dequeue() == 1);
+  pending.join();
+  CHECK(full.dequeue() == 2);
+
+  data::FIFOQueue<int> full2(1);
+  full2.enqueue(1);
+  std::thread cancelled(
+      [&] { CHECK_THROWS_AS(full2.enqueue(2), tpf::CancelledError); });
+  std::this_thread::sleep_for(5ms);
+  full2.close(/*cancel_pending_enqueues=*/true);
+  cancelled.join();
+  CHECK(full2.dequeue() == 1);
+}
+
+TEST_CASE("RandomShuffleQueue: seeded order, min_after_dequeue") {
+  auto drain = [](uint64_t seed) {
+    data::RandomShuffleQueue<int> q(100, 0, seed);
+    for (int i = 0; i < 100; ++i) q.enqueue(i);
+    std::vector<int> out;
+    for (int i = 0; i < 100; ++i) out.push_back(q.dequeue());
+    return out;
+  };
+  const auto a = drain(1);
+  CHECK(a == drain(1));
+  CHECK(a != drain(2));
+  CHECK(std::set<int>(a.begin(), a.end()).size() == 100);
+
+  // dequeue waits while only min_after_dequeue elements are held.
+  data::RandomShuffleQueue<int> q(10, 3, 5);
+  for (int i = 0; i < 3; ++i) q.enqueue(i);
+  std::atomic<bool> got{false};
+  std::thread consumer([&] {
+    q.dequeue();
+    got = true;
+  });
+  std::this_thread::sleep_for(10ms);
+  CHECK_FALSE(got.load());
+  q.enqueue(3);
+  consumer.join();
+  CHECK(q.size() == 3);
+  // After close it drains below min_after_dequeue.
+  q.close();
+  CHECK(q.dequeue_up_to(7).size() == 3);
+  CHECK_THROWS_AS(data::RandomShuffleQueue<int>(4, 4, 0), tpf::ValueError);
+}
+
+namespace {
+
+/**
+ * kItems values through a queue from 4 producers to 4 consumers (half of
+ * them with dequeue_many); every value must come out exactly once, and for
+ * a FIFO queue each consumer sees each producer's values in order.
+ */
+template <class Queue>
+void contention(Queue& q, bool fifo) {
+  constexpr int kProducers = 4, kConsumers = 4;
+  constexpr int64_t per_producer = kItems / kProducers;
+  std::vector<std::vector<int64_t>> got(kConsumers);
+  std::vector<std::thread> threads;
+  for (int p = 0; p < kProducers; ++p)
+    threads.emplace_back([&q, p] {
+      for (int64_t i = 0; i < per_producer; ++i)
+        q.enqueue(p * per_producer + i);
+    });
+  for (int c = 0; c < kConsumers; ++c)
+    threads.emplace_back([&q, &got, c] {
+      try {
+        for (;;) {
+          if (c % 2)
+            for (int64_t v : q.dequeue_up_to(16)) got[c].push_back(v);
+          else
+            got[c].push_back(q.dequeue());
+        }
+      } catch (const tpf::OutOfRangeError&) {
+      }
+    });
+  for (int p = 0; p < kProducers; ++p) threads[p].join();
+  q.close();
+  for (size_t t = kProducers; t < threads.size(); ++t) threads[t].join();
+
+  std::vector<char> seen(static_cast<size_t>(kItems), 0);
+  int64_t total = 0, duplicates = 0, out_of_order = 0;
+  for (const auto& values : got) {
+    std::vector<int64_t> last(kProducers, -1);
+    for (int64_t v : values) {
+      ++total;
+      if (seen[static_cast<size_t>(v)]++) ++duplicates;
+      const auto p = static_cast<size_t>(v / per_producer);
+      if (v < last[p]) ++out_of_order;
+      last[p] = v;
+    }
+  }
+  CHECK(total == kItems);
+  CHECK(duplicates == 0);
+  if (fifo) CHECK(out_of_order == 0);
+}
+
+}  // namespace
+
+TEST_CASE("FIFOQueue under contention: nothing lost or duplicated") {
+  data::FIFOQueue<int64_t> q(64);
+  contention(q, true);
+}
+
+TEST_CASE("RandomShuffleQueue under contention: nothing lost or duplicated") {
+  data::RandomShuffleQueue<int64_t> q(256, 32, 11);
+  contention(q, false);
+}
