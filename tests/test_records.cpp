@@ -120,7 +120,8 @@ void check_data_loss(const std::string& path,
 
 }  // namespace
 
-TEST_CASE("crc32c: check value, tables and SSE4.2 agree with the definition") {
+TEST_CASE(
+    "crc32c: check value; every path, copying or not, is the definition") {
   CHECK(crc32c_bitwise("123456789") == 0xE3069283u);
   CHECK(io::crc32c("123456789") == 0xE3069283u);
   CHECK(io::crc32c("") == 0u);
@@ -153,6 +154,24 @@ TEST_CASE("crc32c: check value, tables and SSE4.2 agree with the definition") {
             io::detail::crc32c_portable(0x12345678u, s.data(), n));
     }
 #endif
+    // The copying CRCs: the same CRC, and the bytes land at a misaligned
+    // destination with nothing written past them.
+    using CopyFn = uint32_t (*)(uint32_t, void*, const void*, size_t);
+    std::vector<CopyFn> copies = {io::detail::crc32c_copy,
+                                  io::detail::crc32c_copy_generic};
+#if defined(__x86_64__)
+    if (avx512) copies.push_back(io::detail::crc32c_copy_avx512);
+#endif
+    for (CopyFn copy : copies) {
+      std::string dst(n + 16, '#');
+      char* d = dst.data() + rng() % 8;
+      CHECK(copy(0, d, s.data(), n) == want);
+      CHECK(std::string(d, n) == s);
+      CHECK(std::string(d + n, dst.data() + dst.size()) ==
+            std::string(dst.data() + dst.size() - (d + n), '#'));
+      CHECK(copy(0x12345678u, d, s.data(), n) ==
+            io::detail::crc32c_portable(0x12345678u, s.data(), n));
+    }
     // Extending in two pieces gives the CRC of the whole.
     const size_t cut = n ? rng() % n : 0;
     CHECK(io::crc32c_extend(io::crc32c(s.substr(0, cut)), s.data() + cut,
@@ -289,6 +308,35 @@ TEST_CASE("TFRecordReader: corrupt CRCs are DataLossErrors with the offset") {
   CHECK_THROWS_AS(r.read(rec), tpf::DataLossError);
 }
 
+TEST_CASE("TFRecordReader: records at every cut by the stream's buffer") {
+  // A record wholly inside InputStream's 256 KiB buffer is parsed there; one
+  // that its end cuts is read piecewise. Both give the same records, errors
+  // and offsets, wherever the cut falls (header, data, footer, none).
+  TempDir dir;
+  const std::string path = dir / "b.tfrecord";
+  const std::string b = frame("second record");
+  for (size_t k : {0, 1, 8, 12, 13, 20, 25, 28, 29, 40}) {
+    CAPTURE(k);
+    const std::string first = random_bytes((size_t{1} << 18) - 16 - k, k);
+    const std::string a = frame(first);
+    const std::string at_b = "at byte " + std::to_string(a.size());
+    const std::string at_data = "at byte " + std::to_string(a.size() + 12);
+    spit(path, a + b + b);
+    CHECK(read_all(path) ==
+          std::vector<std::string>{first, "second record", "second record"});
+    std::string bad = a + b;
+    bad[a.size() + 9] ^= 0x01;
+    spit(path, bad);
+    check_data_loss(path, {"record length with masked CRC32C", at_b});
+    bad = a + b;
+    bad[a.size() + 12 + 3] ^= 0x40;
+    spit(path, bad);
+    check_data_loss(path, {"record data with masked CRC32C", at_data});
+    spit(path, a + b.substr(0, 20));
+    check_data_loss(path, {"(truncated record data)", at_data});
+  }
+}
+
 TEST_CASE("TFRecordReader: truncation anywhere is a DataLossError") {
   TempDir dir;
   const std::string a = frame("first"), b = frame("0123456789");
@@ -381,6 +429,26 @@ TEST_CASE("InputStream: plain reads, skips, lines and offsets") {
   CHECK_THROWS_AS(
       io::detail::InputStream(dir / "missing", io::Compression::kNone, "op"),
       tpf::IOError);
+}
+
+TEST_CASE("InputStream: peek and consume read the buffer in place") {
+  TempDir dir;
+  const std::string path = dir / "p.bin";
+  spit(path, "abcdefgh");
+  io::detail::InputStream in(path, io::Compression::kNone, "test_op");
+  CHECK(in.peek().empty());  // nothing is buffered before the first read
+  char c;
+  REQUIRE(in.read_exact(&c, 1, "byte"));
+  const auto rest = in.peek();
+  CHECK(std::string(rest.begin(), rest.end()) == "bcdefgh");
+  in.consume(3);
+  CHECK(in.offset() == 4);
+  CHECK(in.peek().size() == 4);
+  CHECK_THROWS_AS(in.consume(5), std::logic_error);
+  in.consume(4);
+  CHECK(in.peek().empty());
+  CHECK_FALSE(in.read_exact(&c, 1, "byte"));
+  CHECK(in.offset() == 8);
 }
 
 TEST_CASE("InputStream: GZIP, ZLIB, concatenated GZIP members") {

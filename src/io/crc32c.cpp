@@ -96,10 +96,9 @@ __attribute__((target("sse4.2,pclmul"))) uint64_t shift_by(uint64_t r,
   return _mm_crc32_u64(0, static_cast<uint64_t>(_mm_cvtsi128_si64(prod)));
 }
 
-}  // namespace
-
-__attribute__((target("sse4.2,pclmul"))) uint32_t detail::crc32c_sse42(
-    uint32_t crc, const void* data, size_t n) {
+__attribute__((target("sse4.2,pclmul"))) uint32_t sse42(uint32_t crc,
+                                                        const void* data,
+                                                        size_t n) {
   const auto* p = static_cast<const unsigned char*>(data);
   uint64_t c = ~crc;
   for (; n >= 24;) {
@@ -120,6 +119,12 @@ __attribute__((target("sse4.2,pclmul"))) uint32_t detail::crc32c_sse42(
   for (; n >= 8; p += 8, n -= 8) c = _mm_crc32_u64(c, load64(p));
   for (; n > 0; ++p, --n) c = _mm_crc32_u8(static_cast<uint32_t>(c), *p);
   return ~static_cast<uint32_t>(c);
+}
+
+}  // namespace
+
+uint32_t detail::crc32c_sse42(uint32_t crc, const void* data, size_t n) {
+  return sse42(crc, data, n);
 }
 
 namespace {
@@ -152,41 +157,77 @@ __attribute__((target("avx512f,vpclmulqdq"))) __m512i fold(__m512i a, __m512i k,
                                    0x96);
 }
 
-}  // namespace
+// Fold constants for the four lanes of a 64-byte block that lies `after`
+// blocks before the last one, each lane onto the last lane of the data. The
+// last lane's own constants are zero (it is xored in as it is).
+struct Tail {
+  alignas(64) std::array<uint64_t, 8> k{};
+};
+constexpr size_t kMaxAfter = 6;  // 3 accumulators + 3 remaining blocks
+constexpr std::array<Tail, kMaxAfter + 1> make_tails() {
+  std::array<Tail, kMaxAfter + 1> t{};
+  for (size_t after = 0; after <= kMaxAfter; ++after)
+    for (size_t j = 0; j < 4; ++j) {
+      const int bits = static_cast<int>((after * 4 + 3 - j) * 128);
+      if (bits == 0) continue;
+      t[after].k[2 * j] = kHigh(bits);
+      t[after].k[2 * j + 1] = kLow(bits);
+    }
+  return t;
+}
+constexpr auto kTails = make_tails();
 
+__attribute__((target("avx512f"))) __m512i tail_by(size_t after) {
+  return _mm512_load_si512(kTails[after].k.data());
+}
+
+/**
+ * The 64 bytes at p; with Copy, also stored at d (the copy rides along with
+ * the loads the CRC needs anyway, so the data is touched once).
+ */
+template <bool Copy>
+__attribute__((target("avx512f"))) __m512i load_block(const unsigned char* p,
+                                                      unsigned char* d) {
+  const __m512i v = _mm512_loadu_si512(p);
+  if constexpr (Copy) _mm512_storeu_si512(d, v);
+  return v;
+}
+
+/** The AVX-512 CRC of n >= 256 bytes at p; with Copy, also copies them to d. */
+template <bool Copy>
 __attribute__((target("avx512f,vpclmulqdq,sse4.2,pclmul"))) uint32_t
-detail::crc32c_avx512(uint32_t crc, const void* data, size_t n) {
-  if (n < 256) return crc32c_sse42(crc, data, n);
-  const auto* p = static_cast<const unsigned char*>(data);
+crc32c_fold(uint32_t crc, unsigned char* d, const unsigned char* p, size_t n) {
   // The initial register enters as an xor into the first 4 bytes.
   __m512i x0 = _mm512_xor_si512(
-      _mm512_loadu_si512(p),
+      load_block<Copy>(p, d),
       _mm512_zextsi128_si512(_mm_cvtsi32_si128(static_cast<int>(~crc))));
-  __m512i x1 = _mm512_loadu_si512(p + 64);
-  __m512i x2 = _mm512_loadu_si512(p + 128);
-  __m512i x3 = _mm512_loadu_si512(p + 192);
+  __m512i x1 = load_block<Copy>(p + 64, d + 64);
+  __m512i x2 = load_block<Copy>(p + 128, d + 128);
+  __m512i x3 = load_block<Copy>(p + 192, d + 192);
   p += 256;
+  d += Copy ? 256 : 0;
   n -= 256;
   const __m512i k2048 = fold_by<2048>();
-  for (; n >= 256; p += 256, n -= 256) {
-    x0 = fold(x0, k2048, _mm512_loadu_si512(p));
-    x1 = fold(x1, k2048, _mm512_loadu_si512(p + 64));
-    x2 = fold(x2, k2048, _mm512_loadu_si512(p + 128));
-    x3 = fold(x3, k2048, _mm512_loadu_si512(p + 192));
+  for (; n >= 256; p += 256, d += Copy ? 256 : 0, n -= 256) {
+    x0 = fold(x0, k2048, load_block<Copy>(p, d));
+    x1 = fold(x1, k2048, load_block<Copy>(p + 64, d + 64));
+    x2 = fold(x2, k2048, load_block<Copy>(p + 128, d + 128));
+    x3 = fold(x3, k2048, load_block<Copy>(p + 192, d + 192));
   }
-  const __m512i k512 = fold_by<512>();
-  __m512i x =
-      _mm512_xor_si512(fold(x0, fold_by<1536>(), _mm512_setzero_si512()),
-                       fold(x1, fold_by<1024>(), fold(x2, k512, x3)));
-  for (; n >= 64; p += 64, n -= 64) x = fold(x, k512, _mm512_loadu_si512(p));
-  // Lanes 0..2 fold onto lane 3 (384, 256, 128 bits away).
-  constexpr uint64_t k[] = {kHigh(384), kLow(384),  kHigh(256),
-                            kLow(256),  kHigh(128), kLow(128)};
-  const __m512i lanes = _mm512_set_epi64(
-      0, 0, static_cast<int64_t>(k[5]), static_cast<int64_t>(k[4]),
-      static_cast<int64_t>(k[3]), static_cast<int64_t>(k[2]),
-      static_cast<int64_t>(k[1]), static_cast<int64_t>(k[0]));
-  const __m512i y = fold(x, lanes, _mm512_maskz_mov_epi64(0xC0, x));
+  // The remaining whole blocks follow the accumulators; every 16-byte lane
+  // of them all is folded straight onto the last lane (latency: one fold).
+  const size_t rest = n / 64;
+  __m512i y = fold(x0, tail_by(3 + rest), _mm512_setzero_si512());
+  y = fold(x1, tail_by(2 + rest), y);
+  y = fold(x2, tail_by(1 + rest), y);
+  y = fold(x3, tail_by(rest), y);
+  __m512i last = x3;
+  for (size_t i = rest; i > 0; --i, p += 64, d += Copy ? 64 : 0, n -= 64) {
+    last = load_block<Copy>(p, d);
+    y = fold(last, tail_by(i - 1), y);
+  }
+  // The last lane itself has zero constants: it enters as it is.
+  y = _mm512_xor_si512(y, _mm512_maskz_mov_epi64(0xC0, last));
   const __m128i lane =
       _mm_xor_si128(_mm_xor_si128(_mm512_extracti32x4_epi32(y, 0),
                                   _mm512_extracti32x4_epi32(y, 1)),
@@ -196,7 +237,27 @@ detail::crc32c_avx512(uint32_t crc, const void* data, size_t n) {
   const uint64_t c = _mm_crc32_u64(
       _mm_crc32_u64(0, static_cast<uint64_t>(_mm_cvtsi128_si64(lane))),
       static_cast<uint64_t>(_mm_extract_epi64(lane, 1)));
-  return crc32c_sse42(~static_cast<uint32_t>(c), p, n);
+  if constexpr (Copy) std::memcpy(d, p, n);
+  return sse42(~static_cast<uint32_t>(c), p, n);
+}
+
+}  // namespace
+
+__attribute__((target("avx512f,vpclmulqdq,sse4.2,pclmul"))) uint32_t
+detail::crc32c_avx512(uint32_t crc, const void* data, size_t n) {
+  if (n < 256) return sse42(crc, data, n);
+  return crc32c_fold<false>(crc, nullptr,
+                            static_cast<const unsigned char*>(data), n);
+}
+
+__attribute__((target("avx512f,vpclmulqdq,sse4.2,pclmul"))) uint32_t
+detail::crc32c_copy_avx512(uint32_t crc, void* dst, const void* src, size_t n) {
+  if (n < 256) {
+    std::memcpy(dst, src, n);
+    return sse42(crc, src, n);
+  }
+  return crc32c_fold<true>(crc, static_cast<unsigned char*>(dst),
+                           static_cast<const unsigned char*>(src), n);
 }
 
 #endif
@@ -231,9 +292,24 @@ CrcFn pick() {
 }
 }  // namespace
 
+uint32_t detail::crc32c_copy_generic(uint32_t crc, void* dst, const void* src,
+                                     size_t n) {
+  std::memcpy(dst, src, n);
+  return crc32c_extend(crc, dst, n);
+}
+
 uint32_t crc32c_extend(uint32_t crc, const void* data, size_t n) {
   static const CrcFn fn = pick();
   return fn(crc, data, n);
+}
+
+uint32_t detail::crc32c_copy(uint32_t crc, void* dst, const void* src,
+                             size_t n) {
+#if defined(__x86_64__)
+  static const bool avx512 = crc32c_has_avx512();
+  if (avx512) return crc32c_copy_avx512(crc, dst, src, n);
+#endif
+  return crc32c_copy_generic(crc, dst, src, n);
 }
 
 }  // namespace tapeflow::io

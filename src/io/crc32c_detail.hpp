@@ -1,6 +1,6 @@
 #pragma once
-// The two CRC32C implementations behind crc32c_extend, visible to the tests
-// so that each is checked whatever the CPU picks.
+// The CRC32C implementations behind crc32c_extend and crc32c_copy, visible to
+// the tests so that each is checked whatever the CPU picks.
 #include <cstddef>
 #include <cstdint>
 
@@ -17,6 +17,18 @@ bool crc32c_has_avx512();
 uint32_t crc32c_sse42(uint32_t crc, const void* data, size_t n);
 /** 512-bit carry-less multiply folding; crc32c_sse42 for short data. */
 uint32_t crc32c_avx512(uint32_t crc, const void* data, size_t n);
+/** crc32c_copy with AVX-512: each 64-byte load is stored as it is folded. */
+uint32_t crc32c_copy_avx512(uint32_t crc, void* dst, const void* src, size_t n);
 #endif
+/** crc32c_copy on any CPU: memcpy, then crc32c_extend over the copy. */
+uint32_t crc32c_copy_generic(uint32_t crc, void* dst, const void* src,
+                             size_t n);
+
+/**
+ * Copies n bytes from src to dst (which must not overlap) and returns
+ * crc32c_extend(crc, src, n), reading src once: the TFRecord reader's copy
+ * of a record out of the stream buffer.
+ */
+uint32_t crc32c_copy(uint32_t crc, void* dst, const void* src, size_t n);
 
 }  // namespace tapeflow::io::detail

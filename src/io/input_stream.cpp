@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <stdexcept>
 
 #include "tapeflow/core/error.hpp"
 
@@ -65,6 +66,12 @@ void InputStream::fail(const std::string& expected_got,
                        uint64_t at_offset) const {
   throw DataLossError(std::string("[") + op_ + "] expected " + expected_got +
                       " in " + path_ + " at byte " + std::to_string(at_offset));
+}
+
+void InputStream::overrun(size_t n) const {
+  throw std::logic_error("[" + std::string(op_) + "] consumed " +
+                         std::to_string(n) + " bytes with " +
+                         std::to_string(buf_end_ - buf_pos_) + " buffered");
 }
 
 size_t InputStream::read_file(unsigned char* dst, size_t n) {

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,23 @@ class InputStream {
    */
   bool read_exact(void* dst, size_t n, const char* what);
 
+  /**
+   * The buffered data not yet consumed, in place: it may be empty or end
+   * anywhere (at the end of the buffer, not of a record). Valid until the
+   * next call that reads, skips or consumes. A reader whose next item lies
+   * wholly inside it can parse it there instead of copying it out.
+   */
+  std::span<const unsigned char> peek() const {
+    return {buf_.data() + buf_pos_, buf_end_ - buf_pos_};
+  }
+
+  /** Consumes the first n bytes of peek(); more is a std::logic_error. */
+  void consume(size_t n) {
+    if (n > buf_end_ - buf_pos_) overrun(n);
+    buf_pos_ += n;
+    offset_ += n;
+  }
+
   /** Skips n bytes; returns how many were there to skip. */
   size_t skip(size_t n);
 
@@ -50,6 +68,7 @@ class InputStream {
                          uint64_t at_offset) const;
 
  private:
+  [[noreturn]] void overrun(size_t n) const;
   bool fill();  // refills buf_ (buf_pos_ == buf_end_ before); false at end
   size_t read_file(unsigned char* dst, size_t n);
 

@@ -4,7 +4,9 @@
 #include <bit>
 #include <cstdio>
 #include <cstring>
+#include <span>
 
+#include "crc32c_detail.hpp"
 #include "input_stream.hpp"
 #include "output_stream.hpp"
 #include "tapeflow/core/error.hpp"
@@ -17,6 +19,7 @@ namespace {
 constexpr const char* kReader = "TFRecordReader";
 constexpr const char* kWriter = "TFRecordWriter";
 constexpr size_t kHeaderBytes = 12;  // length + its CRC
+constexpr size_t kFooterBytes = 4;   // the data's CRC
 
 // A corrupt (or hostile) header can claim up to 2^64 bytes, so a long record
 // is read in growing pieces and the memory follows the data actually there.
@@ -58,6 +61,15 @@ void read_all(detail::InputStream& in, char* dst, size_t n, const char* what) {
             start);
 }
 
+void check_data(const detail::InputStream& in, uint32_t stored, uint32_t actual,
+                uint64_t length, uint64_t data_start) {
+  if (stored != actual)
+    in.fail("record data with masked CRC32C " + hex(stored) + ", got " +
+                hex(actual) + " (corrupt data of " + std::to_string(length) +
+                " bytes)",
+            data_start);
+}
+
 }  // namespace
 
 TFRecordReader::TFRecordReader(const std::string& path, Compression compression)
@@ -76,8 +88,16 @@ const std::string& TFRecordReader::path() const {
 bool TFRecordReader::read(std::string& record) {
   detail::InputStream& in = *in_;
   const uint64_t start = in.offset();
-  unsigned char header[kHeaderBytes];
-  if (!in.read_exact(header, kHeaderBytes, "record header")) return false;
+  // Usually the whole record is already in the stream's buffer: then it is
+  // parsed there and copied out once, its CRC taken during the copy.
+  const std::span<const unsigned char> buffered = in.peek();
+  unsigned char header_copy[kHeaderBytes];
+  const unsigned char* header = buffered.data();
+  if (buffered.size() < kHeaderBytes) {
+    if (!in.read_exact(header_copy, kHeaderBytes, "record header"))
+      return false;
+    header = header_copy;
+  }
   const uint64_t length = load_u64(header);
   const uint32_t stored = load_u32(header + 8);
   const uint32_t actual = mask_crc32c(crc32c_extend(0, header, 8));
@@ -86,8 +106,22 @@ bool TFRecordReader::read(std::string& record) {
                 hex(actual) + " (corrupt length " + std::to_string(length) +
                 ")",
             start);
+  const uint64_t data_start = start + kHeaderBytes;
 
-  const uint64_t data_start = in.offset();
+  if (header != header_copy) {
+    const size_t after_header = buffered.size() - kHeaderBytes;
+    if (after_header >= kFooterBytes && length <= after_header - kFooterBytes) {
+      const unsigned char* data = header + kHeaderBytes;
+      record.resize(length);
+      const uint32_t actual_data = mask_crc32c(
+          detail::crc32c_copy(0, record.data(), data, record.size()));
+      check_data(in, load_u32(data + length), actual_data, length, data_start);
+      in.consume(kHeaderBytes + length + kFooterBytes);
+      return true;
+    }
+    in.consume(kHeaderBytes);
+  }
+
   if (length <= kFirstPiece) {
     record.resize(length);
     read_all(in, record.data(), length, "record data");
@@ -108,16 +142,11 @@ bool TFRecordReader::read(std::string& record) {
     }
   }
 
-  unsigned char footer[4];
-  read_all(in, reinterpret_cast<char*>(footer), 4, "record footer");
-  const uint32_t stored_data = load_u32(footer);
-  const uint32_t actual_data =
-      mask_crc32c(crc32c_extend(0, record.data(), record.size()));
-  if (stored_data != actual_data)
-    in.fail("record data with masked CRC32C " + hex(stored_data) + ", got " +
-                hex(actual_data) + " (corrupt data of " +
-                std::to_string(length) + " bytes)",
-            data_start);
+  unsigned char footer[kFooterBytes];
+  read_all(in, reinterpret_cast<char*>(footer), kFooterBytes, "record footer");
+  check_data(in, load_u32(footer),
+             mask_crc32c(crc32c_extend(0, record.data(), record.size())),
+             length, data_start);
   return true;
 }
 
