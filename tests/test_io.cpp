@@ -416,16 +416,14 @@ TEST_CASE("load_mnist_bytes keeps bytes and converts batches of images") {
   const auto range = d.images(1, 2);
   CHECK(range.shape() == tpf::Shape{2, 1, 28, 28});
   CHECK(range.to_vector<float>()[0] == 1.f);
-  const auto picked =
-      d.images(tpf::tensor<int64_t>({2, 2, 1}));
+  const auto picked = d.images(tpf::tensor<int64_t>({2, 2, 1}));
   CHECK(picked.shape() == tpf::Shape{3, 1, 28, 28});
   const auto px = picked.to_vector<float>();
   CHECK(px[5] == doctest::Approx(0.2f));
   CHECK(px[28 * 28 + 5] == doctest::Approx(0.2f));
   CHECK(px[2 * 28 * 28] == 1.f);
   CHECK_THROWS_AS(d.images(2, 2), tpf::IndexError);
-  CHECK_THROWS_AS(d.images(tpf::tensor<int64_t>({3})),
-                  tpf::IndexError);
+  CHECK_THROWS_AS(d.images(tpf::tensor<int64_t>({3})), tpf::IndexError);
 }
 
 TEST_CASE("Fashion-MNIST from Debian's dataset-fashion-mnist") {

@@ -58,9 +58,12 @@ def median_result(runs):
     }
 
 
-def table(tf, torch, threads, repeat):
+def table(tf, torch, threads, repeat, load):
     note = f", median of {repeat} runs" if repeat > 1 else ""
-    lines = [f"Fashion-MNIST CNN, {threads} threads{note}", "",
+    # Other processes on the cores make images/s meaningless: say how busy
+    # the machine was.
+    lines = [f"Fashion-MNIST CNN, {threads} threads{note}; load average "
+             f"{load[0]:.1f} before, {os.getloadavg()[0]:.1f} after", "",
              "| | tapeflow | libtorch | tapeflow / libtorch |",
              "|---|---:|---:|---:|"]
     for i, (a, b) in enumerate(zip(tf["epochs"], torch["epochs"])):
@@ -101,6 +104,7 @@ def main():
     common = ["--epochs", str(a.epochs), "--threads", str(a.threads)]
     if a.train_limit > 0:
         common += ["--train-limit", str(a.train_limit)]
+    load = os.getloadavg()
     tf_runs, torch_runs = [], []
     for k in range(a.repeat):
         seed = ["--seed", str(a.seed + k)]
@@ -109,7 +113,7 @@ def main():
         torch_runs.append(run("libtorch", [torch_bin] + common + seed + extra,
                               a.threads))
     print(table(median_result(tf_runs), median_result(torch_runs), a.threads,
-                a.repeat))
+                a.repeat, load))
 
 
 if __name__ == "__main__":
