@@ -1,5 +1,9 @@
 // The Fashion-MNIST CNN: conv5x5x32 - relu - maxpool2 - conv5x5x64 - relu -
 // maxpool2 - dense 1024 - relu - dropout 0.5 - dense 10; Adam 1e-3, batch 64.
+// Keras' default initializers (glorot_uniform kernels, zero biases): with
+// --seed 1, 2, 3 they reached 90.19, 90.38, 89.17% after 2 epochs; PyTorch's
+// default (nn::variance_scaling(1.0 / 3, "fan_in", "uniform")) 90.06, 89.71,
+// 89.06%.
 #include "common/trainer.hpp"
 
 namespace nn = tapeflow::nn;
@@ -10,29 +14,17 @@ int main(int argc, char** argv) {
   samples::add_flags(app, config);
   CLI11_PARSE(app, argc, argv);
   try {
-    // PyTorch's default initializer for weights and biases,
-    // U(-1/sqrt(fan_in), 1/sqrt(fan_in)), as the libtorch peer uses.
-    const auto init = nn::variance_scaling(1.0 / 3, "fan_in", "uniform");
     nn::Sequential model("mnist_cnn");
-    model.add(nn::Conv2D(32, {5, 5},
-                         {.padding = "SAME",
-                          .activation = nn::relu,
-                          .kernel_initializer = init,
-                          .bias_initializer = init}));
+    model.add(
+        nn::Conv2D(32, {5, 5}, {.padding = "SAME", .activation = nn::relu}));
     model.add(nn::MaxPool2D());
-    model.add(nn::Conv2D(64, {5, 5},
-                         {.padding = "SAME",
-                          .activation = nn::relu,
-                          .kernel_initializer = init,
-                          .bias_initializer = init}));
+    model.add(
+        nn::Conv2D(64, {5, 5}, {.padding = "SAME", .activation = nn::relu}));
     model.add(nn::MaxPool2D());
     model.add(nn::Flatten());
-    model.add(nn::Dense(1024, {.activation = nn::relu,
-                               .kernel_initializer = init,
-                               .bias_initializer = init}));
+    model.add(nn::Dense(1024, {.activation = nn::relu}));
     model.add(nn::Dropout(0.5));
-    model.add(
-        nn::Dense(10, {.kernel_initializer = init, .bias_initializer = init}));
+    model.add(nn::Dense(10));
     std::fputs(model.summary({config.batch_size, 1, 28, 28}).c_str(), stdout);
     tapeflow::optim::Adam adam(config.lr);
     return samples::train("mnist_cnn", model, adam, config);

@@ -33,7 +33,11 @@ FINAL = re.compile(
 
 def run(label, command, threads):
     """Runs one program; returns its per-epoch accuracies and final line."""
-    env = dict(os.environ, OMP_NUM_THREADS=str(threads))
+    # Debian's libtorch multiplies through OpenBLAS, whose own pthread pool
+    # would oversubscribe the cores next to torch's OpenMP threads (as in
+    # tools/bench_table.py, BLAS runs single-threaded inside them).
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads),
+               OPENBLAS_NUM_THREADS="1")
     print(f"$ {' '.join(command)}", file=sys.stderr, flush=True)
     done = subprocess.run(command, env=env, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True)
