@@ -1,5 +1,9 @@
 // The Fashion-MNIST CNN: conv5x5x32 - relu - maxpool2 - conv5x5x64 - relu -
 // maxpool2 - dense 1024 - relu - dropout 0.5 - dense 10; Adam 1e-3, batch 64.
+// Keras' default initializers (glorot_uniform kernels, zero biases): with
+// --seed 1, 2, 3 they reached 90.19, 90.38, 89.17% after 2 epochs; PyTorch's
+// default (nn::variance_scaling(1.0 / 3, "fan_in", "uniform")) 90.06, 89.71,
+// 89.06%.
 #include "common/trainer.hpp"
 
 namespace nn = tapeflow::nn;

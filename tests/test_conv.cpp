@@ -355,6 +355,67 @@ TEST_CASE("conv2d_transpose is the input gradient of conv2d") {
     }
 }
 
+TEST_CASE("conv with a bias is conv then bias_add, in every dtype and layout") {
+  const Ts plain{uniform64({2, 4, 6, 5}), uniform64({6, 2, 3, 3}),
+                 uniform64({6})};
+  const Ts last{uniform64({2, 6, 5, 4}), uniform64({3, 3, 2, 6}),
+                uniform64({6})};
+  for (const auto& [format, in] :
+       {std::pair<std::string, Ts>{"NCHW", plain}, {"NHWC", last}}) {
+    const Opts o{.strides = {2, 1},
+                 .padding = "SAME",
+                 .groups = 2,
+                 .data_format = format};
+    for (const auto dtype : {tpf::float64, tpf::float32}) {
+      CAPTURE(format);
+      CAPTURE(tpf::dtype_name(dtype));
+      Ts cast;
+      for (const auto& t : in) cast.push_back(tpf::cast(t, dtype));
+      const auto fused = tpf::nn::conv2d(cast[0], cast[1], cast[2], o);
+      const auto apart = tpf::nn::bias_add(tpf::nn::conv2d(cast[0], cast[1], o),
+                                           cast[2], format);
+      CHECK_CLOSE(fused, apart, 1e-5, dtype == tpf::float32 ? 1e-5 : 1e-12);
+    }
+  }
+  const std::vector<OpCase> cases = {
+      {"conv2d_bias",
+       [](const Ts& in) {
+         return tpf::nn::conv2d(in[0], in[1], in[2], {.padding = "SAME"});
+       },
+       {uniform64({2, 2, 5, 4}), uniform64({3, 2, 3, 3}), uniform64({3})},
+       tpf::Tensor()},
+      {"conv1d_bias_nwc_stride2",
+       [](const Ts& in) {
+         return tpf::nn::conv1d(in[0], in[1], in[2],
+                                {.strides = {2}, .data_format = "NWC"});
+       },
+       {uniform64({2, 7, 3}), uniform64({3, 3, 4}), uniform64({4})},
+       tpf::Tensor()},
+      {"conv3d_bias",
+       [](const Ts& in) { return tpf::nn::conv3d(in[0], in[1], in[2]); },
+       {uniform64({1, 2, 3, 4, 3}), uniform64({2, 2, 2, 2, 2}), uniform64({2})},
+       tpf::Tensor()},
+  };
+  for (const auto& c : cases) testing::run_op_case(c);
+  // Second order through the bias: d/db of a gradient of x.
+  const auto fn = [](const Ts& in) {
+    tpf::GradientTape inner;
+    inner.watch(in[0]);
+    const auto y = tpf::sum(
+        tpf::tanh(tpf::nn::conv2d(in[0], in[1], in[2], {.padding = "SAME"})));
+    return inner.gradient(y, {in[0]})[0];
+  };
+  const auto why = testing::gradcheck(
+      fn, {uniform64({1, 2, 4, 4}), uniform64({3, 2, 3, 3}), uniform64({3})});
+  CHECK_MESSAGE(why.empty(), why);
+  check_error<tpf::ShapeError>(
+      [] {
+        tpf::nn::conv2d(tpf::zeros({1, 2, 4, 4}), tpf::zeros({3, 2, 3, 3}),
+                        tpf::zeros({2}));
+      },
+      "[conv2d] expected a bias of shape (3)");
+}
+
 TEST_CASE("conv second-order gradients") {
   const Opts o{.strides = {2, 1}, .padding = "SAME", .groups = 2};
   for (int which : {0, 1}) {

@@ -401,6 +401,31 @@ TEST_CASE("load_mnist scales images to [0, 1] and returns int64 labels") {
                   tpf::IOError);
 }
 
+TEST_CASE("load_mnist_bytes keeps bytes and converts batches of images") {
+  TempDir dir;
+  std::string pixels(3 * 28 * 28, '\0');
+  pixels[28 * 28] = '\xff';
+  pixels[2 * 28 * 28 + 5] = static_cast<char>(51);
+  spit(dir / "t10k-images-idx3-ubyte", idx_bytes(0x08, {3, 28, 28}, pixels));
+  spit(dir / "t10k-labels-idx1-ubyte",
+       idx_bytes(0x08, {3}, std::string("\x07\x00\x09", 3)));
+  const auto d = tpf::io::load_mnist_bytes(dir.path.string(), "test");
+  CHECK(d.size() == 3);
+  CHECK(d.pixels.size() == 3 * 28 * 28);
+  CHECK(d.labels.to_vector<int64_t>() == std::vector<int64_t>{7, 0, 9});
+  const auto range = d.images(1, 2);
+  CHECK(range.shape() == tpf::Shape{2, 1, 28, 28});
+  CHECK(range.to_vector<float>()[0] == 1.f);
+  const auto picked = d.images(tpf::tensor<int64_t>({2, 2, 1}));
+  CHECK(picked.shape() == tpf::Shape{3, 1, 28, 28});
+  const auto px = picked.to_vector<float>();
+  CHECK(px[5] == doctest::Approx(0.2f));
+  CHECK(px[28 * 28 + 5] == doctest::Approx(0.2f));
+  CHECK(px[2 * 28 * 28] == 1.f);
+  CHECK_THROWS_AS(d.images(2, 2), tpf::IndexError);
+  CHECK_THROWS_AS(d.images(tpf::tensor<int64_t>({3})), tpf::IndexError);
+}
+
 TEST_CASE("Fashion-MNIST from Debian's dataset-fashion-mnist") {
   if (!fs::exists(tpf::io::kDefaultMnistDir)) {
     MESSAGE("dataset-fashion-mnist is not installed: skipped");

@@ -44,6 +44,23 @@ TEST_CASE("initializers follow Keras' scales and repeat under a seed") {
         std::vector<float>{2.5f, 2.5f, 2.5f});
 }
 
+TEST_CASE("variance_scaling: PyTorch's default and Keras' modes") {
+  // PyTorch's Linear/Conv default: U(-1/sqrt(fan_in), 1/sqrt(fan_in)).
+  const auto u = nn::variance_scaling(1.0 / 3, "fan_in", "uniform", 5)(
+      {800}, 64, 9, tpf::float64);
+  CHECK(tpf::max(u).item<double>() <= 1.0 / 8);
+  CHECK(tpf::min(u).item<double>() >= -1.0 / 8);
+  CHECK(tpf::max(u).item<double>() > 0.95 / 8);
+  const auto n = nn::variance_scaling(2.0, "fan_avg", "truncated_normal", 5)(
+      {300, 300}, 100, 300, tpf::float64);
+  CHECK(std::sqrt(tpf::mean(tpf::square(n)).item<double>()) ==
+        doctest::Approx(std::sqrt(2.0 / 200)).epsilon(0.03));
+  CHECK_THROWS_AS(nn::variance_scaling(1.0, "fan"), tpf::ValueError);
+  CHECK_THROWS_AS(nn::variance_scaling(1.0, "fan_in", "normal"),
+                  tpf::ValueError);
+  CHECK_THROWS_AS(nn::variance_scaling(0.0), tpf::ValueError);
+}
+
 TEST_CASE("a Sequential CNN names its layers, counts weights and trains") {
   tpf::manual_seed(1);
   nn::Sequential model;

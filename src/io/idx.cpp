@@ -199,7 +199,8 @@ Tensor read_idx(const std::string& path) {
   }
 }
 
-MnistData load_mnist(const std::string& dir, const std::string& split_in) {
+MnistBytes load_mnist_bytes(const std::string& dir,
+                            const std::string& split_in) {
   const std::string split = split_in == "test" ? "t10k" : split_in;
   if (split != "train" && split != "t10k")
     throw ValueError(
@@ -207,7 +208,7 @@ MnistData load_mnist(const std::string& dir, const std::string& split_in) {
         "\"");
   const std::string images_path = find_file(dir, split, "images");
   const std::string labels_path = find_file(dir, split, "labels");
-  const IdxRaw images = read_raw(images_path);
+  IdxRaw images = read_raw(images_path);
   const IdxRaw labels = read_raw(labels_path);
   if (images.type != 0x08 || images.shape.size() != 3)
     throw IOError(
@@ -226,15 +227,61 @@ MnistData load_mnist(const std::string& dir, const std::string& split_in) {
     throw IOError("[load_mnist] expected " + std::to_string(n) +
                   " labels (one per image of " + images_path + "), got " +
                   std::to_string(labels.shape[0]) + " in " + labels_path);
-  MnistData out;
-  out.images = empty({n, 1, images.shape[1], images.shape[2]}, float32);
-  float* img = out.images.data<float>();
-  const int64_t count = out.images.numel();
-  for (int64_t i = 0; i < count; ++i)
-    img[i] = static_cast<float>(images.data[i]) / 255.0f;
+  MnistBytes out;
+  out.pixels = std::move(images.data);
+  out.pixels.shrink_to_fit();  // read_raw grows by doubling
+  out.height = images.shape[1];
+  out.width = images.shape[2];
   out.labels = empty({n}, int64);
   int64_t* lab = out.labels.data<int64_t>();
   for (int64_t i = 0; i < n; ++i) lab[i] = labels.data[i];
+  return out;
+}
+
+namespace {
+/** Row `index` of `pixels` scaled to [0, 1] into `dst`. */
+void scale_image(const MnistBytes& m, int64_t index, float* dst) {
+  const int64_t plane = m.height * m.width;
+  const uint8_t* src = m.pixels.data() + index * plane;
+  for (int64_t k = 0; k < plane; ++k) dst[k] = float(src[k]) / 255.0f;
+}
+}  // namespace
+
+Tensor MnistBytes::images(int64_t begin, int64_t count) const {
+  if (begin < 0 || count < 0 || begin + count > size())
+    throw IndexError("[mnist_images] expected a range inside [0, " +
+                     std::to_string(size()) + "), got " +
+                     std::to_string(begin) + " + " + std::to_string(count));
+  Tensor out = empty({count, 1, height, width}, float32);
+  float* dst = out.data<float>();
+  for (int64_t i = 0; i < count; ++i)
+    scale_image(*this, begin + i, dst + i * height * width);
+  return out;
+}
+
+Tensor MnistBytes::images(const Tensor& indices) const {
+  if (indices.dtype() != int64 || indices.rank() != 1)
+    throw DTypeError("[mnist_images] expected 1-d int64 indices, got " +
+                     std::string(dtype_name(indices.dtype())) + " " +
+                     indices.shape().str());
+  const int64_t count = indices.shape()[0];
+  const Tensor idx = indices.contiguous();
+  Tensor out = empty({count, 1, height, width}, float32);
+  float* dst = out.data<float>();
+  const int64_t* at = idx.data<int64_t>();
+  for (int64_t i = 0; i < count; ++i) {
+    if (at[i] < 0 || at[i] >= size())
+      throw IndexError("[mnist_images] expected indices in [0, " +
+                       std::to_string(size()) + "), got " +
+                       std::to_string(at[i]));
+    scale_image(*this, at[i], dst + i * height * width);
+  }
+  return out;
+}
+
+MnistData load_mnist(const std::string& dir, const std::string& split) {
+  MnistBytes bytes = load_mnist_bytes(dir, split);
+  MnistData out{bytes.images(0, bytes.size()), bytes.labels};
   return out;
 }
 

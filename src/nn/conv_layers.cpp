@@ -105,10 +105,12 @@ Tensor finish(const Tensor& y, const Variable& bias,
 
 Tensor ConvND::forward(const Tensor& x) {
   const ConvOptions o = conv_options();
-  const Tensor y = spatial_ == 1   ? conv1d(x, kernel_, o)
-                   : spatial_ == 2 ? conv2d(x, kernel_, o)
-                                   : conv3d(x, kernel_, o);
-  return finish(y, bias_, options_);
+  // The bias goes into the convolution itself: one pass over y fewer.
+  const Tensor& b = bias_;
+  const Tensor y = spatial_ == 1   ? conv1d(x, kernel_, b, o)
+                   : spatial_ == 2 ? conv2d(x, kernel_, b, o)
+                                   : conv3d(x, kernel_, b, o);
+  return options_.activation ? options_.activation(y) : y;
 }
 
 Conv2DTranspose::Conv2DTranspose(int64_t filters,

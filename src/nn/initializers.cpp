@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "tapeflow/core/error.hpp"
 #include "tapeflow/creation.hpp"
 #include "tapeflow/ops/math.hpp"
 #include "tapeflow/ops/reduce.hpp"
@@ -40,6 +41,37 @@ Initializer glorot_uniform(Seed seed) {
         std::sqrt(6.0 / double(std::max<int64_t>(fan_in + fan_out, 1)));
     return stateless_random_uniform(shape, draw_seed(seed), -limit, limit,
                                     dtype);
+  };
+}
+
+Initializer variance_scaling(double scale, std::string mode,
+                             std::string distribution, Seed seed) {
+  if (scale <= 0)
+    throw ValueError("[variance_scaling] expected scale > 0, got " +
+                     std::to_string(scale));
+  if (mode != "fan_in" && mode != "fan_out" && mode != "fan_avg")
+    throw ValueError(
+        "[variance_scaling] expected mode fan_in, fan_out or fan_avg, got " +
+        mode);
+  if (distribution != "uniform" && distribution != "truncated_normal")
+    throw ValueError(
+        "[variance_scaling] expected distribution uniform or "
+        "truncated_normal, got " +
+        distribution);
+  return [=](const Shape& shape, int64_t fan_in, int64_t fan_out,
+             DType dtype) mutable {
+    const double n = mode == "fan_in"    ? double(fan_in)
+                     : mode == "fan_out" ? double(fan_out)
+                                         : (fan_in + fan_out) / 2.0;
+    const double variance = scale / std::max(n, 1.0);
+    if (distribution == "uniform") {
+      const double limit = std::sqrt(3.0 * variance);
+      return stateless_random_uniform(shape, draw_seed(seed), -limit, limit,
+                                      dtype);
+    }
+    // 0.8796... is the stddev of a unit normal truncated at +-2 (as Keras).
+    return truncated(shape, 0.0, std::sqrt(variance) / 0.87962566103423978,
+                     dtype, seed);
   };
 }
 

@@ -51,6 +51,16 @@ Tensor conv2d(const Tensor& x, const Tensor& filter,
 /** x (N, C, D, H, W), filter (O, C / groups, KD, KH, KW); "NDHWC", DHWIO. */
 Tensor conv3d(const Tensor& x, const Tensor& filter,
               const ConvOptions& options = {});
+/**
+ * conv1d/2d/3d plus a bias (O,) per output channel, added in the same pass
+ * (as PyTorch's F.conv2d(x, w, b)): cheaper than conv2d then bias_add.
+ */
+Tensor conv1d(const Tensor& x, const Tensor& filter, const Tensor& bias,
+              const ConvOptions& options = {});
+Tensor conv2d(const Tensor& x, const Tensor& filter, const Tensor& bias,
+              const ConvOptions& options = {});
+Tensor conv3d(const Tensor& x, const Tensor& filter, const Tensor& bias,
+              const ConvOptions& options = {});
 
 /**
  * Gradient of conv2d with respect to its input (TensorFlow semantics).

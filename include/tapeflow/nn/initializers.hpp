@@ -2,6 +2,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <string>
 
 #include "tapeflow/core/tensor.hpp"
 
@@ -15,6 +16,15 @@ using Seed = std::optional<uint64_t>;
 
 /** U(-l, l), l = sqrt(6 / (fan_in + fan_out)). */
 Initializer glorot_uniform(Seed seed = {});
+/**
+ * Keras' VarianceScaling: variance scale / n, n = fan_in, fan_out or their
+ * mean ("fan_in", "fan_out", "fan_avg"), drawn "uniform" or "truncated_normal".
+ * PyTorch's default for the weights and biases of Linear and Conv layers is
+ * variance_scaling(1.0 / 3, "fan_in", "uniform"): U(-1/sqrt(fan_in), ...).
+ */
+Initializer variance_scaling(double scale = 1.0, std::string mode = "fan_in",
+                             std::string distribution = "truncated_normal",
+                             Seed seed = {});
 /** N(0, 2 / fan_in) truncated at two standard deviations. */
 Initializer he_normal(Seed seed = {});
 /** N(mean, stddev) with draws beyond two standard deviations redrawn. */

@@ -1,6 +1,7 @@
-// Convolutions: float32 through oneDNN's forward, backward-data and
-// backward-weights primitives on plain layouts (cached per thread by shapes
-// and attributes), float64 through the direct loops of cpu/conv_direct.cpp.
+// Convolutions: float32 through oneDNN's forward (with the optional bias),
+// backward-data and backward-weights primitives on plain layouts (cached per
+// thread by shapes and attributes), float64 through the direct loops of
+// cpu/conv_direct.cpp.
 #include <omp.h>
 
 #include <dnnl.hpp>
@@ -87,6 +88,7 @@ Operand operand(const memory::desc& user, const memory::desc& internal,
 struct Prepared {
   dnnl::primitive primitive;
   Operand src, weights, dst;  // x, filter, y: one of them is the output
+  memory bias;                // forward only; empty without a bias
 };
 
 /** The pass, the three shapes (x, filter, y) and the attributes. */
@@ -100,7 +102,7 @@ struct KeyHash {
 };
 
 Prepared prepare(Pass pass, const ConvAttrs& a, const Shape& x, const Shape& w,
-                 const Shape& y) {
+                 const Shape& y, bool bias) {
   const memory::dims xd = activation_dims(x), wd = filter_dims(w, a.groups),
                      yd = activation_dims(y);
   const memory::desc src = plain_md(xd, activation_tag(x)),
@@ -112,14 +114,18 @@ Prepared prepare(Pass pass, const ConvAttrs& a, const Shape& x, const Shape& w,
                pr = dims(a.pads_after), dil;
   for (int64_t d : a.dilations) dil.push_back(d - 1);  // oneDNN counts gaps
   const auto algo = dnnl::algorithm::convolution_direct;
+  // A zero desc means no bias; the backward passes never have one.
+  const memory::desc bias_md =
+      bias ? plain_md({w[0]}, memory::format_tag::a) : memory::desc();
   dnnl::convolution_forward::primitive_desc fwd(
       dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, algo,
-                                      src_any, wei_any, dst_any, strides, dil,
-                                      pl, pr),
+                                      src_any, wei_any, bias_md, dst_any,
+                                      strides, dil, pl, pr),
       engine());
   Prepared p;
   if (pass == Pass::forward) {
     p.primitive = dnnl::convolution_forward(fwd);
+    if (bias) p.bias = memory(bias_md, engine(), nullptr);
     p.src = operand(src, fwd.src_desc(), false);
     p.weights = operand(wei, fwd.weights_desc(), false);
     p.dst = operand(dst, fwd.dst_desc(), true);
@@ -145,11 +151,14 @@ Prepared prepare(Pass pass, const ConvAttrs& a, const Shape& x, const Shape& w,
   return p;
 }
 
-/** Runs one pass on contiguous float32 x, filter and y (one is the output). */
+/**
+ * Runs one pass on contiguous float32 x, filter and y (one is the output);
+ * `bias` (forward only) is contiguous float32 or undefined.
+ */
 void run_f32(Pass pass, const ConvAttrs& a, const Tensor& x, const Tensor& w,
-             const Tensor& y) {
+             const Tensor& y, const Tensor& bias = Tensor()) {
   const int threads = config::intra_op_threads();
-  Key key{static_cast<int64_t>(pass), a.groups, threads};
+  Key key{static_cast<int64_t>(pass), a.groups, threads, bias.defined()};
   for (const Shape* s : {&x.shape(), &w.shape(), &y.shape(), &a.strides,
                          &a.dilations, &a.pads_before, &a.pads_after}) {
     key.push_back(s->size());
@@ -160,7 +169,9 @@ void run_f32(Pass pass, const ConvAttrs& a, const Tensor& x, const Tensor& w,
   thread_local dnnl::stream stream(engine());
   auto it = cache.find(key);
   if (it == cache.end())
-    it = cache.emplace(key, prepare(pass, a, x.shape(), w.shape(), y.shape()))
+    it = cache
+             .emplace(key, prepare(pass, a, x.shape(), w.shape(), y.shape(),
+                                   bias.defined()))
              .first;
   if (omp_get_max_threads() != threads) omp_set_num_threads(threads);
   Prepared& p = it->second;
@@ -178,9 +189,14 @@ void run_f32(Pass pass, const ConvAttrs& a, const Tensor& x, const Tensor& w,
   const int wei_arg =
       pass == Pass::grad_filter ? DNNL_ARG_DIFF_WEIGHTS : DNNL_ARG_WEIGHTS;
   const int dst_arg = pass == Pass::forward ? DNNL_ARG_DST : DNNL_ARG_DIFF_DST;
-  p.primitive.execute(stream, {{src_arg, p.src.internal},
-                               {wei_arg, p.weights.internal},
-                               {dst_arg, p.dst.internal}});
+  std::unordered_map<int, memory> args{{src_arg, p.src.internal},
+                                       {wei_arg, p.weights.internal},
+                                       {dst_arg, p.dst.internal}};
+  if (bias.defined()) {
+    p.bias.set_data_handle(bias.raw_data());
+    args.emplace(DNNL_ARG_BIAS, p.bias);
+  }
+  p.primitive.execute(stream, args);
   if (output->reordered)
     output->reorder.execute(stream, output->internal, output->user);
   stream.wait();
@@ -199,13 +215,36 @@ bool has_work(Inputs in, Tensor& out) {
   return false;
 }
 
-void conv(const Conv& op, Inputs in, Tensor& out) {
-  if (!has_work(in, out)) return;
-  const Tensor x = dense(in[0]), w = dense(in[1]);
-  if (out.dtype() == float32)
-    run_f32(Pass::forward, op.attrs, x, w, out);
+/** y += bias along axis 1, where oneDNN does not add it. */
+template <class T>
+void add_bias(const Tensor& bias, Tensor& y) {
+  const int64_t n = y.shape()[0], c = y.shape()[1];
+  const int64_t plane = y.numel() / (n * c);
+  T* out = y.data<T>();
+  const T* b = bias.data<T>();
+  for (int64_t i = 0; i < n * c; ++i)
+    for (int64_t k = 0; k < plane; ++k) out[i * plane + k] += b[i % c];
+}
+void add_bias(const Tensor& bias, Tensor& y) {
+  if (y.dtype() == float32)
+    add_bias<float>(bias, y);
   else
+    add_bias<double>(bias, y);
+}
+
+void conv(const Conv& op, Inputs in, Tensor& out) {
+  const Tensor bias = in.size() == 3 ? dense(in[2]) : Tensor();
+  if (!has_work(in, out)) {
+    if (bias.defined() && out.numel() != 0) add_bias(bias, out);
+    return;
+  }
+  const Tensor x = dense(in[0]), w = dense(in[1]);
+  if (out.dtype() == float32) {
+    run_f32(Pass::forward, op.attrs, x, w, out, bias);
+  } else {
     conv_direct_forward(op.attrs, x, w, out);
+    if (bias.defined()) add_bias(bias, out);
+  }
 }
 
 void conv_grad_input(const ConvGradInput& op, Inputs in, Tensor& out) {

@@ -6,6 +6,8 @@
 
 #include "core/apply.hpp"
 #include "ops/nn/conv_ops.hpp"
+#include "tapeflow/ops/math.hpp"
+#include "tapeflow/ops/reduce.hpp"
 #include "tapeflow/ops/shape.hpp"
 
 namespace tapeflow {
@@ -25,14 +27,21 @@ TensorSpec Conv::infer(Inputs in) const {
 }
 
 // y = conv(x, w) is bilinear: <dy, conv(x', w)> = <grad_input(dy, w), x'>
-// and <dy, conv(x, w')> = <grad_filter(x, dy), w'>.
+// and <dy, conv(x, w')> = <grad_filter(x, dy), w'>; a bias gets dy summed
+// over everything but the channels.
 Grads Conv::vjp(const VjpArgs& a) const {
-  return {a.needs(0)
+  Grads g{a.needs(0)
               ? apply(ConvGradInput{attrs, a.input_shape(0)}, {a.grad, a.x(1)})
               : Tensor(),
           a.needs(1)
               ? apply(ConvGradFilter{attrs, a.input_shape(1)}, {a.x(0), a.grad})
               : Tensor()};
+  if (a.input_specs.size() == 3) {
+    std::vector<int64_t> axes{0};
+    for (int64_t i = 2; i < a.grad.rank(); ++i) axes.push_back(i);
+    g.push_back(a.needs(2) ? sum(a.grad, axes) : Tensor());
+  }
+  return g;
 }
 
 // z = grad_input(g, w), cotangent v (x's shape):
@@ -180,24 +189,33 @@ ConvAttrs resolve(const char* op, const Shape& x, const Shape& w,
   return a;
 }
 
-/** Channels-first x and filter, already rank- and dtype-checked. */
+/** Channels-first x and filter (and bias, if defined), already checked. */
 Tensor run_conv(const char* op, const Tensor& x, const Tensor& w,
-                const ConvOptions& o, int64_t groups) {
+                const ConvOptions& o, int64_t groups,
+                const Tensor& bias = Tensor()) {
   const ConvAttrs attrs = resolve(op, x.shape(), w.shape(), o, groups);
   auto [xp, wp] = promote_pair(x, w, op);
-  return apply(Conv{attrs}, {xp, wp});
+  if (!bias.defined()) return apply(Conv{attrs}, {xp, wp});
+  if (bias.rank() != 1 || bias.shape()[0] != w.shape()[0])
+    throw ShapeError(tag(op) + "expected a bias of shape (" +
+                     std::to_string(w.shape()[0]) + "), got " +
+                     bias.shape().str());
+  check_float(op, bias, "bias");
+  const Tensor b = bias.dtype() == xp.dtype() ? bias : cast(bias, xp.dtype());
+  return apply(Conv{attrs}, {xp, wp, b});
 }
 
 Tensor conv_nd(const char* op, int64_t nsp, const Tensor& x,
-               const Tensor& filter, const ConvOptions& o) {
+               const Tensor& filter, const ConvOptions& o,
+               const Tensor& bias = Tensor()) {
   check_rank(op, x, nsp + 2, "x");
   check_rank(op, filter, nsp + 2, "filter");
   check_float(op, x, "x");
   check_float(op, filter, "filter");
   const bool last = channels_last(op, nsp, o.data_format);
-  if (!last) return run_conv(op, x, filter, o, o.groups);
-  return to_channels_last(
-      run_conv(op, to_channels_first(x), filter_to_oi(filter), o, o.groups));
+  if (!last) return run_conv(op, x, filter, o, o.groups, bias);
+  return to_channels_last(run_conv(op, to_channels_first(x),
+                                   filter_to_oi(filter), o, o.groups, bias));
 }
 
 Tensor conv_transpose_nd(const char* op, int64_t nsp, const Tensor& x,
@@ -251,6 +269,18 @@ Tensor conv2d(const Tensor& x, const Tensor& filter, const ConvOptions& o) {
 }
 Tensor conv3d(const Tensor& x, const Tensor& filter, const ConvOptions& o) {
   return conv_nd("conv3d", 3, x, filter, o);
+}
+Tensor conv1d(const Tensor& x, const Tensor& filter, const Tensor& bias,
+              const ConvOptions& o) {
+  return conv_nd("conv1d", 1, x, filter, o, bias);
+}
+Tensor conv2d(const Tensor& x, const Tensor& filter, const Tensor& bias,
+              const ConvOptions& o) {
+  return conv_nd("conv2d", 2, x, filter, o, bias);
+}
+Tensor conv3d(const Tensor& x, const Tensor& filter, const Tensor& bias,
+              const ConvOptions& o) {
+  return conv_nd("conv3d", 3, x, filter, o, bias);
 }
 
 Tensor conv2d_transpose(const Tensor& x, const Tensor& filter,

@@ -17,7 +17,10 @@ struct ConvAttrs {
   Shape output_shape(const Shape& x, const Shape& filter) const;
 };
 
-/** y = conv(x, filter). Inputs: x, filter. */
+/**
+ * y = conv(x, filter) [+ bias]. Inputs: x, filter and optionally bias (O,),
+ * which oneDNN adds in the same pass (no separate sweep over y).
+ */
 struct Conv {
   static constexpr const char* name = "conv";
   static constexpr int save = kSaveInputs;
