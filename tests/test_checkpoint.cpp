@@ -13,23 +13,13 @@
 #include <thread>
 
 #include "support/check.hpp"
+#include "support/temp_files.hpp"
 
 namespace fs = std::filesystem;
 
-namespace {
+using testing::TempDir;
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int n = 0;
-    path = fs::temp_directory_path() /
-           ("tpf_ckpt_" + std::to_string(getpid()) + "_" + std::to_string(n++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string str() const { return path.string(); }
-};
+namespace {
 
 std::vector<std::string> checkpoint_files(const fs::path& dir) {
   std::vector<std::string> out;

@@ -9,32 +9,17 @@
 
 #include "support/check.hpp"
 #include "support/data_helpers.hpp"
+#include "support/temp_files.hpp"
 
 namespace data = tpf::data;
 namespace fs = std::filesystem;
 using testing::collect;
 using testing::throws_with;
 
+using testing::spit;
+using testing::TempDir;
+
 namespace {
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int n = 0;
-    path = fs::temp_directory_path() /
-           ("tpf_data_" + std::to_string(getpid()) + "_" + std::to_string(n++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string operator/(const std::string& name) const {
-    return (path / name).string();
-  }
-};
-
-void spit(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
-}
 
 /** `bytes` deflated with a GZIP (window_bits 31) or ZLIB (15) wrapper. */
 std::string pack(const std::string& bytes, int window_bits) {

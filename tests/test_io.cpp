@@ -10,34 +10,15 @@
 #include <random>
 
 #include "support/check.hpp"
+#include "support/temp_files.hpp"
 
 namespace fs = std::filesystem;
 
+using testing::slurp;
+using testing::spit;
+using testing::TempDir;
+
 namespace {
-
-/** A fresh directory removed at scope exit. */
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int n = 0;
-    path = fs::temp_directory_path() /
-           ("tpf_io_" + std::to_string(getpid()) + "_" + std::to_string(n++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string operator/(const std::string& name) const {
-    return (path / name).string();
-  }
-};
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), {}};
-}
-void spit(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
-}
 
 /** An archive whose members hold the given raw bytes (made with libzip). */
 void write_raw_zip(const std::string& path,

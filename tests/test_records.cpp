@@ -12,37 +12,18 @@
 #include "io/crc32c_detail.hpp"
 #include "io/input_stream.hpp"
 #include "support/check.hpp"
+#include "support/temp_files.hpp"
 #include "tapeflow/io/crc32c.hpp"
 #include "tapeflow/io/tfrecord.hpp"
 
 namespace fs = std::filesystem;
 namespace io = tpf::io;
 
+using testing::slurp;
+using testing::spit;
+using testing::TempDir;
+
 namespace {
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int n = 0;
-    path =
-        fs::temp_directory_path() /
-        ("tpf_records_" + std::to_string(getpid()) + "_" + std::to_string(n++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string operator/(const std::string& name) const {
-    return (path / name).string();
-  }
-};
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), {}};
-}
-void spit(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
-}
 
 /** The definition, one bit at a time: the reference for every fast path. */
 uint32_t crc32c_bitwise(const std::string& s) {
