@@ -281,6 +281,25 @@ Dataset<T> Dataset<T>::filter(P pred) const {
   });
 }
 
+namespace detail {
+/**
+ * Fills `elements` with up to `batch_size` elements of `in`; false when there
+ * is no batch to make (the end, or a short last batch that is dropped).
+ */
+template <class T>
+bool next_batch(IteratorImpl<T>& in, int64_t batch_size, bool drop_remainder,
+                std::vector<T>& elements) {
+  elements.reserve(static_cast<size_t>(batch_size));
+  while (static_cast<int64_t>(elements.size()) < batch_size) {
+    std::optional<T> x = in.next();
+    if (!x) break;
+    elements.push_back(std::move(*x));
+  }
+  const auto n = static_cast<int64_t>(elements.size());
+  return n > 0 && !(drop_remainder && n < batch_size);
+}
+}  // namespace detail
+
 template <class T>
 Dataset<batch_t<T>> Dataset<T>::batch(int64_t batch_size,
                                       bool drop_remainder) const {
@@ -294,15 +313,7 @@ Dataset<batch_t<T>> Dataset<T>::batch(int64_t batch_size,
         [in = up.make_impl(), batch_size,
          drop_remainder]() mutable -> std::optional<B> {
           std::vector<T> elements;
-          elements.reserve(static_cast<size_t>(batch_size));
-          while (static_cast<int64_t>(elements.size()) < batch_size) {
-            std::optional<T> x = in->next();
-            if (!x) break;
-            elements.push_back(std::move(*x));
-          }
-          if (elements.empty() ||
-              (drop_remainder &&
-               static_cast<int64_t>(elements.size()) < batch_size))
+          if (!detail::next_batch(*in, batch_size, drop_remainder, elements))
             return std::nullopt;
           return BatchTraits<T>::combine(std::move(elements), "batch");
         });
@@ -323,25 +334,18 @@ Dataset<T> Dataset<T>::padded_batch(
                      " padded shapes (one per component) or none, got " +
                      std::to_string(padded_shapes.size()));
   Dataset up = *this;
-  return Dataset(
-      [up, batch_size, padded_shapes, padding_value, drop_remainder] {
-        return detail::make_fn_iterator<T>(
-            [in = up.make_impl(), batch_size, padded_shapes, padding_value,
-             drop_remainder]() mutable -> std::optional<T> {
-              std::vector<T> elements;
-              while (static_cast<int64_t>(elements.size()) < batch_size) {
-                std::optional<T> x = in->next();
-                if (!x) break;
-                elements.push_back(std::move(*x));
-              }
-              if (elements.empty() ||
-                  (drop_remainder &&
-                   static_cast<int64_t>(elements.size()) < batch_size))
-                return std::nullopt;
-              return Traits::combine(std::move(elements), padded_shapes,
-                                     padding_value, "padded_batch");
-            });
-      });
+  return Dataset([up, batch_size, padded_shapes, padding_value,
+                  drop_remainder] {
+    return detail::make_fn_iterator<T>(
+        [in = up.make_impl(), batch_size, padded_shapes, padding_value,
+         drop_remainder]() mutable -> std::optional<T> {
+          std::vector<T> elements;
+          if (!detail::next_batch(*in, batch_size, drop_remainder, elements))
+            return std::nullopt;
+          return Traits::combine(std::move(elements), padded_shapes,
+                                 padding_value, "padded_batch");
+        });
+  });
 }
 
 template <class T>
