@@ -16,35 +16,12 @@ namespace fs = std::filesystem;
 using testing::collect;
 using testing::throws_with;
 
+using testing::gzip;
 using testing::spit;
 using testing::TempDir;
+using testing::zlib;
 
-namespace {
-
-/** `bytes` deflated with a GZIP (window_bits 31) or ZLIB (15) wrapper. */
-std::string pack(const std::string& bytes, int window_bits) {
-  z_stream zs{};
-  REQUIRE(deflateInit2(&zs, Z_BEST_COMPRESSION, Z_DEFLATED, window_bits, 8,
-                       Z_DEFAULT_STRATEGY) == Z_OK);
-  std::string out(deflateBound(&zs, bytes.size()), '\0');
-  zs.next_in =
-      reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data()));  // zlib API
-  zs.avail_in = static_cast<uInt>(bytes.size());
-  zs.next_out = reinterpret_cast<Bytef*>(out.data());
-  zs.avail_out = static_cast<uInt>(out.size());
-  REQUIRE(deflate(&zs, Z_FINISH) == Z_STREAM_END);
-  out.resize(zs.total_out);
-  deflateEnd(&zs);
-  return out;
-}
-std::string gzip(const std::string& b) {
-  return pack(b, 31);
-}
-std::string zlib(const std::string& b) {
-  return pack(b, 15);
-}
-
-}  // namespace
+namespace {}  // namespace
 
 TEST_CASE("TextLineDataset: lines of every file, plain/GZIP/ZLIB") {
   TempDir dir;

@@ -19,6 +19,7 @@
 namespace fs = std::filesystem;
 namespace io = tpf::io;
 
+using testing::deflate_bytes;
 using testing::slurp;
 using testing::spit;
 using testing::TempDir;
@@ -56,22 +57,6 @@ std::string random_bytes(size_t n, uint32_t seed) {
   std::string s(n, '\0');
   for (auto& ch : s) ch = static_cast<char>(rng());
   return s;
-}
-
-/** deflate with zlib's window bits: 15 ZLIB, 31 GZIP. */
-std::string deflate_bytes(const std::string& data, int window) {
-  z_stream zs{};
-  REQUIRE(deflateInit2(&zs, 6, Z_DEFLATED, window, 8, Z_DEFAULT_STRATEGY) ==
-          Z_OK);
-  std::string out(deflateBound(&zs, data.size()) + 64, '\0');
-  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
-  zs.avail_in = static_cast<uInt>(data.size());
-  zs.next_out = reinterpret_cast<Bytef*>(out.data());
-  zs.avail_out = static_cast<uInt>(out.size());
-  REQUIRE(deflate(&zs, Z_FINISH) == Z_STREAM_END);
-  out.resize(zs.total_out);
-  deflateEnd(&zs);
-  return out;
 }
 
 std::vector<std::string> read_all(const std::string& path,

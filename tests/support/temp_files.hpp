@@ -1,6 +1,9 @@
 #pragma once
-// Scratch files for the tests that read and write real files.
+// Scratch files, and compressed content for them, for the tests that read
+// and write real files.
+#include <doctest/doctest.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <filesystem>
 #include <fstream>
@@ -38,6 +41,29 @@ inline std::string slurp(const std::string& path) {
 /** Replaces the file's content with `bytes`. */
 inline void spit(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+}
+
+/** `bytes` deflated with a GZIP (window_bits 31) or ZLIB (15) wrapper. */
+inline std::string deflate_bytes(const std::string& bytes, int window_bits) {
+  z_stream zs{};
+  REQUIRE(deflateInit2(&zs, Z_BEST_COMPRESSION, Z_DEFLATED, window_bits, 8,
+                       Z_DEFAULT_STRATEGY) == Z_OK);
+  std::string out(deflateBound(&zs, bytes.size()), '\0');
+  zs.next_in =
+      reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data()));  // zlib API
+  zs.avail_in = static_cast<uInt>(bytes.size());
+  zs.next_out = reinterpret_cast<Bytef*>(out.data());
+  zs.avail_out = static_cast<uInt>(out.size());
+  REQUIRE(deflate(&zs, Z_FINISH) == Z_STREAM_END);
+  out.resize(zs.total_out);
+  deflateEnd(&zs);
+  return out;
+}
+inline std::string gzip(const std::string& bytes) {
+  return deflate_bytes(bytes, 31);
+}
+inline std::string zlib(const std::string& bytes) {
+  return deflate_bytes(bytes, 15);
 }
 
 }  // namespace testing
