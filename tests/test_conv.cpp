@@ -1,12 +1,13 @@
 // Convolutions: every option combination against a reference written here
 // (float32 through oneDNN, float64 through the direct kernels), OpCase rows
-// with float64 gradcheck, second-order gradients, transposes as gradients,
-// and argument errors.
+// with float64 gradcheck, transposes as gradients, bias. Second-order
+// gradients and argument errors: test_conv_grad_errors.cpp.
 #include <cmath>
 #include <string>
 
 #include "support/check.hpp"
 
+using testing::expect_error;
 using testing::OpCase;
 using testing::uniform64;
 using Ts = std::vector<tpf::Tensor>;
@@ -141,17 +142,6 @@ tpf::Tensor filter_last(const tpf::Tensor& w) {
 
 using ConvFn = tpf::Tensor (*)(const tpf::Tensor&, const tpf::Tensor&,
                                const Opts&);
-
-template <class E, class F>
-void check_error(F&& f, const std::string& prefix) {
-  try {
-    f();
-    FAIL("expected an error starting with " << prefix);
-  } catch (const E& e) {
-    const std::string what = e.what();
-    CHECK_MESSAGE(what.rfind(prefix, 0) == 0, what);
-  }
-}
 
 }  // namespace
 
@@ -408,104 +398,10 @@ TEST_CASE("conv with a bias is conv then bias_add, in every dtype and layout") {
   const auto why = testing::gradcheck(
       fn, {uniform64({1, 2, 4, 4}), uniform64({3, 2, 3, 3}), uniform64({3})});
   CHECK_MESSAGE(why.empty(), why);
-  check_error<tpf::ShapeError>(
+  expect_error<tpf::ShapeError>(
       [] {
         tpf::nn::conv2d(tpf::zeros({1, 2, 4, 4}), tpf::zeros({3, 2, 3, 3}),
                         tpf::zeros({2}));
       },
       "[conv2d] expected a bias of shape (3)");
-}
-
-TEST_CASE("conv second-order gradients") {
-  const Opts o{.strides = {2, 1}, .padding = "SAME", .groups = 2};
-  for (int which : {0, 1}) {
-    CAPTURE(which);
-    const auto fn = [&](const Ts& in) {
-      tpf::GradientTape inner;
-      inner.watch(in[0]);
-      inner.watch(in[1]);
-      const auto y = tpf::sum(tpf::tanh(tpf::nn::conv2d(in[0], in[1], o)));
-      return inner.gradient(y, {in[0], in[1]})[which];
-    };
-    const auto why = testing::gradcheck(
-        fn, {uniform64({1, 4, 5, 4}), uniform64({2, 2, 3, 2})});
-    CHECK_MESSAGE(why.empty(), why);
-  }
-  // Through the transpose: its gradients are conv and grad_filter.
-  const auto fn = [](const Ts& in) {
-    tpf::GradientTape inner;
-    inner.watch(in[1]);
-    const auto y =
-        tpf::nn::conv2d_transpose(in[0], in[1], {1, 2, 5, 5}, {.strides = {2}});
-    return inner.gradient(tpf::sum(y * y * y), {in[1]})[0];
-  };
-  const auto why = testing::gradcheck(
-      fn, {uniform64({1, 3, 2, 2}), uniform64({3, 2, 3, 3})});
-  CHECK_MESSAGE(why.empty(), why);
-}
-
-TEST_CASE("conv argument errors") {
-  const auto x = tpf::zeros({1, 4, 5, 5});
-  const auto w = tpf::zeros({2, 4, 3, 3});
-  using tpf::nn::conv2d;
-  check_error<tpf::ShapeError>(
-      [&] {
-        conv2d(tpf::zeros({4, 5, 5}), w);
-      },
-      "[conv2d] expected x of rank 4");
-  check_error<tpf::ShapeError>(
-      [&] {
-        conv2d(x, tpf::zeros({2, 3, 3, 3}));
-      },
-      "[conv2d] expected input channels");
-  check_error<tpf::ValueError>([&] { conv2d(x, w, {.groups = 3}); },
-                               "[conv2d] expected groups");
-  check_error<tpf::ValueError>(
-      [&] {
-        conv2d(x, w, {.strides = {1, 0}});
-      },
-      "[conv2d] expected positive strides");
-  check_error<tpf::ValueError>([&] { conv2d(x, w, {.dilations = {-1}}); },
-                               "[conv2d] expected positive dilations");
-  check_error<tpf::ShapeError>(
-      [&] {
-        conv2d(x, w, {.dilations = {3, 1}});
-      },
-      "[conv2d] expected a dilated filter extent");
-  check_error<tpf::ValueError>([&] { conv2d(x, w, {.padding = "FULL"}); },
-                               "[conv2d] expected padding");
-  check_error<tpf::ShapeError>(
-      [&] {
-        conv2d(x, w, {.padding = {1, 1}});
-      },
-      "[conv2d] expected 4 explicit pads");
-  check_error<tpf::ValueError>([&] { conv2d(x, w, {.data_format = "CHWN"}); },
-                               "[conv2d] expected data_format");
-  check_error<tpf::DTypeError>(
-      [&] {
-        conv2d(tpf::zeros({1, 4, 5, 5}, tpf::int32), w);
-      },
-      "[conv2d] expected x of float32 or float64");
-  check_error<tpf::ValueError>(
-      [&] {
-        tpf::nn::conv1d(tpf::zeros({1, 4, 5}), tpf::zeros({2, 4, 3}),
-                        {.data_format = "NHWC"});
-      },
-      "[conv1d] expected data_format");
-  check_error<tpf::ShapeError>(
-      [&] {
-        tpf::nn::conv2d_transpose(tpf::zeros({1, 2, 3, 3}), w, {1, 4, 9, 9});
-      },
-      "[conv2d_transpose] expected x of shape");
-  check_error<tpf::ShapeError>(
-      [&] {
-        tpf::nn::depthwise_conv2d(x, tpf::zeros({6, 1, 3, 3}));
-      },
-      "[depthwise_conv2d] expected filter");
-  check_error<tpf::ShapeError>(
-      [&] {
-        tpf::nn::separable_conv2d(x, tpf::zeros({4, 1, 3, 3}),
-                                  tpf::zeros({2, 5, 1, 1}));
-      },
-      "[separable_conv2d] expected a 1x1 pointwise filter");
 }

@@ -8,20 +8,9 @@ using testing::uniform64;
 using Ts = std::vector<tpf::Tensor>;
 namespace nn = tpf::nn;
 
-namespace {
+using testing::expect_error;
 
-/** f() throws E whose message starts with `prefix`. */
-template <class E, class F>
-void expect_error(F&& f, const char* prefix) {
-  bool thrown = false;
-  try {
-    f();
-  } catch (const E& e) {
-    thrown = true;
-    CHECK_MESSAGE(std::string(e.what()).rfind(prefix, 0) == 0, e.what());
-  }
-  CHECK_MESSAGE(thrown, std::string(prefix));
-}
+namespace {
 
 /** Per-channel mean and biased variance of (N, C, S...) by host loops. */
 std::pair<std::vector<double>, std::vector<double>> channel_stats(

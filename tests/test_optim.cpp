@@ -7,22 +7,7 @@
 
 using namespace optim_fixture;
 
-namespace {
-
-/** f() throws E whose message starts with `prefix`. */
-template <class E, class F>
-void expect_error(F&& f, const char* prefix) {
-  bool thrown = false;
-  try {
-    f();
-  } catch (const E& e) {
-    thrown = true;
-    CHECK_MESSAGE(std::string(e.what()).rfind(prefix, 0) == 0, e.what());
-  }
-  CHECK_MESSAGE(thrown, std::string(prefix));
-}
-
-}  // namespace
+using testing::expect_error;
 
 TEST_CASE("SGD: w -= lr g") {
   optim::SGD opt(0.1);

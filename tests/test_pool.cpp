@@ -11,6 +11,8 @@ using testing::uniform64;
 using Ts = std::vector<tpf::Tensor>;
 namespace nn = tpf::nn;
 
+using testing::expect_error;
+
 namespace {
 
 using PoolFn = tpf::Tensor (*)(const tpf::Tensor&, const nn::PoolOptions&);
@@ -77,19 +79,6 @@ std::vector<int64_t> to_first(int nd) {
   std::vector<int64_t> p{0, nd + 1};
   for (int i = 1; i <= nd; ++i) p.push_back(i);
   return p;
-}
-
-/** f() throws E whose message starts with `prefix`. */
-template <class E, class F>
-void expect_error(F&& f, const char* prefix) {
-  bool thrown = false;
-  try {
-    f();
-  } catch (const E& e) {
-    thrown = true;
-    CHECK_MESSAGE(std::string(e.what()).rfind(prefix, 0) == 0, e.what());
-  }
-  CHECK_MESSAGE(thrown, std::string(prefix));
 }
 
 const char* kFirst[] = {"NCW", "NCHW", "NCDHW"};

@@ -57,4 +57,17 @@ tpf::Tensor strided_copy(const tpf::Tensor& x);
 tpf::Tensor uniform64(const tpf::Shape& shape, double lo = -1.0,
                       double hi = 1.0);
 
+/** f() throws E whose message starts with `prefix` (the "[op]" part). */
+template <class E, class F>
+void expect_error(F&& f, const std::string& prefix) {
+  bool thrown = false;
+  try {
+    f();
+  } catch (const E& e) {
+    thrown = true;
+    CHECK_MESSAGE(std::string(e.what()).rfind(prefix, 0) == 0, e.what());
+  }
+  CHECK_MESSAGE(thrown, ("expected an error starting with " + prefix));
+}
+
 }  // namespace testing

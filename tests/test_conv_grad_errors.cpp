@@ -1,0 +1,105 @@
+// Convolutions: second-order gradients (each adjoint is the other's
+// gradient) and the argument errors of every public function.
+#include <string>
+
+#include "support/check.hpp"
+
+using testing::expect_error;
+using testing::uniform64;
+using Ts = std::vector<tpf::Tensor>;
+using Opts = tpf::nn::ConvOptions;
+using V = std::vector<int64_t>;
+
+TEST_CASE("conv second-order gradients") {
+  const Opts o{.strides = {2, 1}, .padding = "SAME", .groups = 2};
+  for (int which : {0, 1}) {
+    CAPTURE(which);
+    const auto fn = [&](const Ts& in) {
+      tpf::GradientTape inner;
+      inner.watch(in[0]);
+      inner.watch(in[1]);
+      const auto y = tpf::sum(tpf::tanh(tpf::nn::conv2d(in[0], in[1], o)));
+      return inner.gradient(y, {in[0], in[1]})[which];
+    };
+    const auto why = testing::gradcheck(
+        fn, {uniform64({1, 4, 5, 4}), uniform64({2, 2, 3, 2})});
+    CHECK_MESSAGE(why.empty(), why);
+  }
+  // Through the transpose: its gradients are conv and grad_filter.
+  const auto fn = [](const Ts& in) {
+    tpf::GradientTape inner;
+    inner.watch(in[1]);
+    const auto y =
+        tpf::nn::conv2d_transpose(in[0], in[1], {1, 2, 5, 5}, {.strides = {2}});
+    return inner.gradient(tpf::sum(y * y * y), {in[1]})[0];
+  };
+  const auto why = testing::gradcheck(
+      fn, {uniform64({1, 3, 2, 2}), uniform64({3, 2, 3, 3})});
+  CHECK_MESSAGE(why.empty(), why);
+}
+
+TEST_CASE("conv argument errors") {
+  const auto x = tpf::zeros({1, 4, 5, 5});
+  const auto w = tpf::zeros({2, 4, 3, 3});
+  using tpf::nn::conv2d;
+  expect_error<tpf::ShapeError>(
+      [&] {
+        conv2d(tpf::zeros({4, 5, 5}), w);
+      },
+      "[conv2d] expected x of rank 4");
+  expect_error<tpf::ShapeError>(
+      [&] {
+        conv2d(x, tpf::zeros({2, 3, 3, 3}));
+      },
+      "[conv2d] expected input channels");
+  expect_error<tpf::ValueError>([&] { conv2d(x, w, {.groups = 3}); },
+                                "[conv2d] expected groups");
+  expect_error<tpf::ValueError>(
+      [&] {
+        conv2d(x, w, {.strides = {1, 0}});
+      },
+      "[conv2d] expected positive strides");
+  expect_error<tpf::ValueError>([&] { conv2d(x, w, {.dilations = {-1}}); },
+                                "[conv2d] expected positive dilations");
+  expect_error<tpf::ShapeError>(
+      [&] {
+        conv2d(x, w, {.dilations = {3, 1}});
+      },
+      "[conv2d] expected a dilated filter extent");
+  expect_error<tpf::ValueError>([&] { conv2d(x, w, {.padding = "FULL"}); },
+                                "[conv2d] expected padding");
+  expect_error<tpf::ShapeError>(
+      [&] {
+        conv2d(x, w, {.padding = {1, 1}});
+      },
+      "[conv2d] expected 4 explicit pads");
+  expect_error<tpf::ValueError>([&] { conv2d(x, w, {.data_format = "CHWN"}); },
+                                "[conv2d] expected data_format");
+  expect_error<tpf::DTypeError>(
+      [&] {
+        conv2d(tpf::zeros({1, 4, 5, 5}, tpf::int32), w);
+      },
+      "[conv2d] expected x of float32 or float64");
+  expect_error<tpf::ValueError>(
+      [&] {
+        tpf::nn::conv1d(tpf::zeros({1, 4, 5}), tpf::zeros({2, 4, 3}),
+                        {.data_format = "NHWC"});
+      },
+      "[conv1d] expected data_format");
+  expect_error<tpf::ShapeError>(
+      [&] {
+        tpf::nn::conv2d_transpose(tpf::zeros({1, 2, 3, 3}), w, {1, 4, 9, 9});
+      },
+      "[conv2d_transpose] expected x of shape");
+  expect_error<tpf::ShapeError>(
+      [&] {
+        tpf::nn::depthwise_conv2d(x, tpf::zeros({6, 1, 3, 3}));
+      },
+      "[depthwise_conv2d] expected filter");
+  expect_error<tpf::ShapeError>(
+      [&] {
+        tpf::nn::separable_conv2d(x, tpf::zeros({4, 1, 3, 3}),
+                                  tpf::zeros({2, 5, 1, 1}));
+      },
+      "[separable_conv2d] expected a 1x1 pointwise filter");
+}
