@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "bench_cases.hpp"
+#include "common/models.hpp"
 #include "tapeflow/tapeflow.hpp"
 
 namespace tpf = tapeflow;
@@ -57,25 +58,13 @@ void run(benchmark::State& state, nn::Sequential& model,
 
 void tf_train_step_cnn(benchmark::State& state) {
   tpf::manual_seed(7);
-  nn::Sequential model("mnist_cnn");
-  model.add(
-      nn::Conv2D(32, {5, 5}, {.padding = "SAME", .activation = nn::relu}));
-  model.add(nn::MaxPool2D());
-  model.add(
-      nn::Conv2D(64, {5, 5}, {.padding = "SAME", .activation = nn::relu}));
-  model.add(nn::MaxPool2D());
-  model.add(nn::Flatten());
-  model.add(nn::Dense(1024, {.activation = nn::relu}));
-  model.add(nn::Dropout(0.5));
-  model.add(nn::Dense(10));
+  nn::Sequential model = samples::mnist_cnn();
   tpf::optim::Adam adam(1e-3);
   run(state, model, adam, kCnnBatch);
 }
 
 void tf_train_step_softmax(benchmark::State& state) {
-  nn::Sequential model("mnist_softmax");
-  model.add(nn::Flatten());
-  model.add(nn::Dense(10, {.kernel_initializer = nn::zeros_initializer()}));
+  nn::Sequential model = samples::mnist_softmax();
   tpf::optim::SGD sgd(0.5);
   run(state, model, sgd, kSoftmaxBatch);
 }

@@ -1,4 +1,5 @@
 // Softmax regression on Fashion-MNIST: 784 -> 10, SGD 0.5, batch 100.
+#include "common/models.hpp"
 #include "common/trainer.hpp"
 
 namespace nn = tapeflow::nn;
@@ -11,9 +12,7 @@ int main(int argc, char** argv) {
   samples::add_flags(app, config);
   CLI11_PARSE(app, argc, argv);
   try {
-    nn::Sequential model("mnist_softmax");
-    model.add(nn::Flatten());
-    model.add(nn::Dense(10, {.kernel_initializer = nn::zeros_initializer()}));
+    nn::Sequential model = samples::mnist_softmax();
     tapeflow::optim::SGD sgd(config.lr);
     return samples::train("mnist_softmax", model, sgd, config);
   } catch (const tapeflow::Error& e) {
