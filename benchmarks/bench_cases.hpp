@@ -110,7 +110,9 @@ void onednn_batch_norm(benchmark::State& state, bool train);
 // train_step_cnn / train_step_softmax (bench_train.cpp; libtorch in
 // torch_peer_train.cpp): forward, gradient and Adam 1e-3 / SGD 0.5 update of
 // the mnist_cnn / mnist_softmax model on a fixed random batch.
-void tf_train_step_cnn(benchmark::State& state);
+// train_step_cnn_bf16: the CNN step with bfloat16 products, through float32
+// precision `medium` (tapeflow) and CPU autocast to bfloat16 (libtorch).
+void tf_train_step_cnn(benchmark::State& state, bool bf16_products);
 void tf_train_step_softmax(benchmark::State& state);
 // tfrecord_read (bench_records.cpp): one pass over a 128 MiB TFRecord file of
 // 1 KiB records, by TFRecordReader and by plain read() (counters: bytes/s,
@@ -147,7 +149,7 @@ void matmul(benchmark::State& state, int64_t n);
 void conv2d(benchmark::State& state, ConvShape s, bool train);
 void max_pool2d(benchmark::State& state, bool train);
 void batch_norm(benchmark::State& state, bool train);
-void train_step_cnn(benchmark::State& state);
+void train_step_cnn(benchmark::State& state, bool bf16_autocast);
 void train_step_softmax(benchmark::State& state);
 }  // namespace torch_peer
 

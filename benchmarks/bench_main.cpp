@@ -134,9 +134,12 @@ void register_all() {
     reg(name + "/onednn", kMillisecond, onednn_batch_norm, train);
   }
   // Training steps of the MNIST samples' models (counter images: images/s).
-  reg("train_step_cnn/tapeflow", kMillisecond, tf_train_step_cnn);
-  if constexpr (kTorch)
-    reg("train_step_cnn/libtorch", kMillisecond, torch_peer::train_step_cnn);
+  for (bool bf16 : {false, true}) {
+    const std::string name = bf16 ? "train_step_cnn_bf16" : "train_step_cnn";
+    reg(name + "/tapeflow", kMillisecond, tf_train_step_cnn, bf16);
+    if constexpr (kTorch)
+      reg(name + "/libtorch", kMillisecond, torch_peer::train_step_cnn, bf16);
+  }
   reg("train_step_softmax/tapeflow", kMicrosecond, tf_train_step_softmax);
   if constexpr (kTorch)
     reg("train_step_softmax/libtorch", kMicrosecond,

@@ -56,11 +56,16 @@ void run(benchmark::State& state, nn::Sequential& model,
 
 }  // namespace
 
-void tf_train_step_cnn(benchmark::State& state) {
+void tf_train_step_cnn(benchmark::State& state, bool bf16_products) {
+  using tpf::config::Float32Precision;
+  const Float32Precision previous = tpf::config::float32_matmul_precision();
+  tpf::config::set_float32_matmul_precision(
+      bf16_products ? Float32Precision::medium : Float32Precision::highest);
   tpf::manual_seed(7);
   nn::Sequential model = samples::mnist_cnn();
   tpf::optim::Adam adam(1e-3);
   run(state, model, adam, kCnnBatch);
+  tpf::config::set_float32_matmul_precision(previous);
 }
 
 void tf_train_step_softmax(benchmark::State& state) {

@@ -1,6 +1,8 @@
 // libtorch peer, part 4: training steps of the MNIST samples' models built
 // from torch::nn modules (float32): zero_grad, forward, backward and an
-// torch::optim step on a fixed random batch, as in bench_train.cpp.
+// torch::optim step on a fixed random batch, as in bench_train.cpp; the
+// bfloat16 case under CPU autocast.
+#include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
 #include <cmath>
@@ -41,7 +43,7 @@ void run(benchmark::State& state, torch::nn::Sequential& model,
 
 }  // namespace
 
-void train_step_cnn(benchmark::State& state) {
+void train_step_cnn(benchmark::State& state, bool bf16_autocast) {
   namespace tnn = torch::nn;
   torch::manual_seed(7);
   tnn::Sequential model(tnn::Conv2d(tnn::Conv2dOptions(1, 32, 5).padding(2)),
@@ -51,7 +53,13 @@ void train_step_cnn(benchmark::State& state) {
                         tnn::Linear(7 * 7 * 64, 1024), tnn::ReLU(),
                         tnn::Dropout(0.5), tnn::Linear(1024, 10));
   torch::optim::Adam adam(model->parameters(), torch::optim::AdamOptions(1e-3));
+  // libtorch 1.13's way to bfloat16 products on CPU: autocast, which runs
+  // conv and linear (and the ops after them) in bfloat16.
+  at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
+  at::autocast::set_cpu_enabled(bf16_autocast);
   run(state, model, adam, kCnnBatch);
+  at::autocast::set_cpu_enabled(false);
+  at::autocast::clear_cache();
 }
 
 void train_step_softmax(benchmark::State& state) {

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <string_view>
+
 namespace tapeflow::config {
 
 /** Threads every CPU kernel (ours and oneDNN's) may use; default: all cores. */
@@ -16,5 +18,19 @@ bool soft_placement();
  * TAPEFLOW_LOG_PLACEMENT=1. */
 void log_device_placement(bool on);
 bool log_device_placement();
+
+/**
+ * How float32 convolutions and matmuls may multiply, after PyTorch's
+ * torch.set_float32_matmul_precision. `highest` (the default) and `high`
+ * compute in float32. `medium` multiplies in bfloat16 and accumulates in
+ * float32 where the CPU has native bfloat16 dot products (AVX512-BF16): about
+ * twice the speed, with inputs rounded to 8 significant bits; elsewhere it
+ * computes as `highest`. Results, gradients and optimizer state stay float32.
+ */
+enum class Float32Precision { highest, high, medium };
+void set_float32_matmul_precision(Float32Precision precision);
+/** The same by PyTorch's names: "highest", "high" or "medium". */
+void set_float32_matmul_precision(std::string_view name);
+Float32Precision float32_matmul_precision();
 
 }  // namespace tapeflow::config

@@ -26,6 +26,7 @@ struct TrainConfig {
   bool resume = false;
   int64_t train_limit = 0;  // > 0: only the first n training images
   int64_t seed = -1;        // >= 0: weights, shuffles and dropout repeat
+  std::string precision = "highest";
 };
 
 /** The flags every MNIST sample takes. */
@@ -46,6 +47,11 @@ inline void add_flags(CLI::App& app, TrainConfig& c) {
                  "use only the first n training images");
   app.add_option("--seed", c.seed,
                  "random seed (default: a different run every time)");
+  app.add_option("--precision", c.precision,
+                 "float32 matmul and convolution precision: highest, or "
+                 "medium for bfloat16 products where the CPU has them")
+      ->check(CLI::IsMember({"highest", "high", "medium"}))
+      ->capture_default_str();
 }
 
 inline double peak_rss_mb() {
@@ -81,6 +87,7 @@ inline double accuracy(tpf::nn::Module& model,
 inline int train(const std::string& title, tpf::nn::Module& model,
                  tpf::optim::Optimizer& optimizer, const TrainConfig& c) {
   if (c.threads > 0) tpf::config::set_intra_op_threads(c.threads);
+  tpf::config::set_float32_matmul_precision(c.precision);
   install_interrupt_handler();
   if (c.seed >= 0) tpf::manual_seed(static_cast<uint64_t>(c.seed));
   // Pixels stay bytes (47 MB for Fashion-MNIST's training set, not 188 MB of
@@ -96,11 +103,12 @@ inline int train(const std::string& title, tpf::nn::Module& model,
     model(train_set.images(0, std::min(c.batch_size, n)));
   }
   std::printf(
-      "%s: %lld training and %lld test images, %lld parameters, %d threads\n",
+      "%s: %lld training and %lld test images, %lld parameters, %d threads, "
+      "%s float32 precision\n",
       title.c_str(), static_cast<long long>(n),
       static_cast<long long>(test_set.size()),
       static_cast<long long>(model.count_params()),
-      tpf::config::intra_op_threads());
+      tpf::config::intra_op_threads(), c.precision.c_str());
 
   auto params = model.parameters();
   optimizer.build(params);

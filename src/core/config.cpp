@@ -10,6 +10,7 @@
 #include <set>
 #include <string>
 #include <tuple>
+#include <utility>
 
 #include "core/registry.hpp"
 #include "tapeflow/core/error.hpp"
@@ -20,6 +21,8 @@ namespace {
 std::atomic<int> g_intra_threads{0};  // 0: not set, use OpenMP's default
 std::atomic<int> g_inter_threads{0};
 std::atomic<bool> g_soft_placement{true};
+std::atomic<config::Float32Precision> g_f32_precision{
+    config::Float32Precision::highest};
 
 bool env_flag(const char* name) {
   const char* v = std::getenv(name);
@@ -66,6 +69,24 @@ void log_device_placement(bool on) {
 }
 bool log_device_placement() {
   return g_log_placement;
+}
+void set_float32_matmul_precision(Float32Precision precision) {
+  g_f32_precision = precision;
+}
+void set_float32_matmul_precision(std::string_view name) {
+  static constexpr std::pair<std::string_view, Float32Precision> names[] = {
+      {"highest", Float32Precision::highest},
+      {"high", Float32Precision::high},
+      {"medium", Float32Precision::medium}};
+  for (const auto& [known, precision] : names)
+    if (name == known) return set_float32_matmul_precision(precision);
+  throw ValueError(
+      "[set_float32_matmul_precision] expected \"highest\", \"high\" or "
+      "\"medium\", got \"" +
+      std::string(name) + "\"");
+}
+Float32Precision float32_matmul_precision() {
+  return g_f32_precision.load(std::memory_order_relaxed);
 }
 
 }  // namespace config

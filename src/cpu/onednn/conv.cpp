@@ -1,7 +1,9 @@
 // Convolutions: float32 through oneDNN's forward (with the optional bias),
 // backward-data and backward-weights primitives on plain layouts (cached per
-// thread by shapes and attributes), float64 through the direct loops of
-// cpu/conv_direct.cpp.
+// thread by shapes, attributes and operand type), float64 through the direct
+// loops of cpu/conv_direct.cpp. Under float32 precision `medium` the inputs
+// of each pass reach oneDNN as bfloat16 (converted by the same reorder that
+// blocks them) and the output stays float32.
 #include <omp.h>
 
 #include <dnnl.hpp>
@@ -10,7 +12,7 @@
 
 #include "core/creation_internal.hpp"
 #include "cpu/conv_direct.hpp"
-#include "tapeflow/config.hpp"
+#include "cpu/onednn/precision.hpp"
 
 namespace tapeflow::cpu {
 namespace {
@@ -30,8 +32,9 @@ memory::dims dims(const Shape& s) {
 memory::desc plain_md(const memory::dims& d, memory::format_tag tag) {
   return memory::desc(d, memory::data_type::f32, tag);
 }
-memory::desc any_md(const memory::dims& d) {
-  return memory::desc(d, memory::data_type::f32, memory::format_tag::any);
+memory::desc any_md(const memory::dims& d,
+                    memory::data_type type = memory::data_type::f32) {
+  return memory::desc(d, type, memory::format_tag::any);
 }
 /** Activations ncw/nchw/ncdhw. */
 memory::dims activation_dims(const Shape& s) {
@@ -102,14 +105,19 @@ struct KeyHash {
 };
 
 Prepared prepare(Pass pass, const ConvAttrs& a, const Shape& x, const Shape& w,
-                 const Shape& y, bool bias) {
+                 const Shape& y, bool bias, bool bf16) {
   const memory::dims xd = activation_dims(x), wd = filter_dims(w, a.groups),
                      yd = activation_dims(y);
   const memory::desc src = plain_md(xd, activation_tag(x)),
                      wei = plain_md(wd, filter_tag(w, a.groups)),
                      dst = plain_md(yd, activation_tag(y));
-  const memory::desc src_any = any_md(xd), wei_any = any_md(wd),
-                     dst_any = any_md(yd);
+  // Each pass reads two of x, filter and y (in `in` precision) and writes
+  // the third in float32.
+  const memory::data_type in = operand_type(bf16);
+  const memory::desc src_in = any_md(xd, in), wei_in = any_md(wd, in),
+                     dst_in = any_md(yd, in);
+  const memory::desc src_out = any_md(xd), wei_out = any_md(wd),
+                     dst_out = any_md(yd);
   memory::dims strides = dims(a.strides), pl = dims(a.pads_before),
                pr = dims(a.pads_after), dil;
   for (int64_t d : a.dilations) dil.push_back(d - 1);  // oneDNN counts gaps
@@ -119,8 +127,8 @@ Prepared prepare(Pass pass, const ConvAttrs& a, const Shape& x, const Shape& w,
       bias ? plain_md({w[0]}, memory::format_tag::a) : memory::desc();
   dnnl::convolution_forward::primitive_desc fwd(
       dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, algo,
-                                      src_any, wei_any, bias_md, dst_any,
-                                      strides, dil, pl, pr),
+                                      src_in, wei_in, bias_md, dst_out, strides,
+                                      dil, pl, pr),
       engine());
   Prepared p;
   if (pass == Pass::forward) {
@@ -131,7 +139,7 @@ Prepared prepare(Pass pass, const ConvAttrs& a, const Shape& x, const Shape& w,
     p.dst = operand(dst, fwd.dst_desc(), true);
   } else if (pass == Pass::grad_input) {
     dnnl::convolution_backward_data::primitive_desc pd(
-        dnnl::convolution_backward_data::desc(algo, src_any, wei_any, dst_any,
+        dnnl::convolution_backward_data::desc(algo, src_out, wei_in, dst_in,
                                               strides, dil, pl, pr),
         engine(), fwd);
     p.primitive = dnnl::convolution_backward_data(pd);
@@ -140,8 +148,8 @@ Prepared prepare(Pass pass, const ConvAttrs& a, const Shape& x, const Shape& w,
     p.dst = operand(dst, pd.diff_dst_desc(), false);
   } else {
     dnnl::convolution_backward_weights::primitive_desc pd(
-        dnnl::convolution_backward_weights::desc(algo, src_any, wei_any,
-                                                 dst_any, strides, dil, pl, pr),
+        dnnl::convolution_backward_weights::desc(algo, src_in, wei_out, dst_in,
+                                                 strides, dil, pl, pr),
         engine(), fwd);
     p.primitive = dnnl::convolution_backward_weights(pd);
     p.src = operand(src, pd.src_desc(), false);
@@ -158,7 +166,8 @@ Prepared prepare(Pass pass, const ConvAttrs& a, const Shape& x, const Shape& w,
 void run_f32(Pass pass, const ConvAttrs& a, const Tensor& x, const Tensor& w,
              const Tensor& y, const Tensor& bias = Tensor()) {
   const int threads = config::intra_op_threads();
-  Key key{static_cast<int64_t>(pass), a.groups, threads, bias.defined()};
+  const bool bf16 = multiply_in_bf16();
+  Key key{static_cast<int64_t>(pass), a.groups, threads, bias.defined(), bf16};
   for (const Shape* s : {&x.shape(), &w.shape(), &y.shape(), &a.strides,
                          &a.dilations, &a.pads_before, &a.pads_after}) {
     key.push_back(s->size());
@@ -171,7 +180,7 @@ void run_f32(Pass pass, const ConvAttrs& a, const Tensor& x, const Tensor& w,
   if (it == cache.end())
     it = cache
              .emplace(key, prepare(pass, a, x.shape(), w.shape(), y.shape(),
-                                   bias.defined()))
+                                   bias.defined(), bf16))
              .first;
   if (omp_get_max_threads() != threads) omp_set_num_threads(threads);
   Prepared& p = it->second;

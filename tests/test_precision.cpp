@@ -1,0 +1,129 @@
+// config::set_float32_matmul_precision: float32 matmuls and the three passes
+// of conv2d against float64, within what float32 or bfloat16 rounding of the
+// inputs allows, and visibly less exact under `medium` where the CPU
+// multiplies bfloat16 natively.
+#include <string>
+
+#include "support/check.hpp"
+
+using testing::expect_error;
+using testing::Fn;
+using testing::uniform64;
+using Ts = std::vector<tpf::Tensor>;
+using tpf::config::Float32Precision;
+
+namespace {
+
+/** Sets a precision for one test and restores the previous one. */
+class PrecisionScope {
+ public:
+  explicit PrecisionScope(Float32Precision p)
+      : previous_(tpf::config::float32_matmul_precision()) {
+    tpf::config::set_float32_matmul_precision(p);
+  }
+  ~PrecisionScope() { tpf::config::set_float32_matmul_precision(previous_); }
+
+ private:
+  Float32Precision previous_;
+};
+
+/**
+ * Largest error of f on float32 copies of `inputs` against f in float64,
+ * relative to the largest value of f on |inputs|: rounding every input by a
+ * relative r moves each result by at most 2r times that bound.
+ */
+double relative_error(const Fn& f, const Ts& inputs) {
+  Ts narrow, magnitude;
+  for (const tpf::Tensor& t : inputs) {
+    narrow.push_back(t.cast(tpf::float32));
+    magnitude.push_back(tpf::abs(t));
+  }
+  const tpf::Tensor exact = f(inputs), got = f(narrow).cast(tpf::float64);
+  return tpf::max(tpf::abs(got - exact)).item<double>() /
+         tpf::max(tpf::abs(f(magnitude))).item<double>();
+}
+
+/** Whether oneDNN gets bfloat16 dot products from this CPU. */
+bool native_bf16() {
+  return __builtin_cpu_supports("avx512bf16");
+}
+
+/** Checks f under highest and under medium precision. */
+void check_precisions(const Fn& f, const Ts& inputs) {
+  {
+    PrecisionScope scope(Float32Precision::highest);
+    CHECK(relative_error(f, inputs) < 1e-5);
+  }
+  PrecisionScope scope(Float32Precision::medium);
+  const double err = relative_error(f, inputs);
+  CHECK(err < 2 * 0x1p-8);  // two bfloat16 roundings of 8 bits each
+  if (native_bf16()) CHECK(err > 1e-4);
+}
+
+const tpf::nn::ConvOptions kPad2{.padding = "SAME"};
+
+tpf::Tensor conv_loss_grad(const Ts& in, int which) {
+  tpf::GradientTape tape;
+  tape.watch(in[0]);
+  tape.watch(in[1]);
+  const tpf::Tensor y = tpf::nn::conv2d(in[0], in[1], kPad2);
+  return tape.gradient(tpf::sum(y * in[2]), {in[0], in[1]})[which];
+}
+
+}  // namespace
+
+TEST_CASE("set_float32_matmul_precision takes PyTorch's names") {
+  PrecisionScope scope(Float32Precision::highest);
+  tpf::config::set_float32_matmul_precision("medium");
+  CHECK(tpf::config::float32_matmul_precision() == Float32Precision::medium);
+  tpf::config::set_float32_matmul_precision("high");
+  CHECK(tpf::config::float32_matmul_precision() == Float32Precision::high);
+  tpf::config::set_float32_matmul_precision("highest");
+  CHECK(tpf::config::float32_matmul_precision() == Float32Precision::highest);
+  expect_error<tpf::ValueError>(
+      [] { tpf::config::set_float32_matmul_precision("low"); },
+      "[set_float32_matmul_precision] expected \"highest\", \"high\" or "
+      "\"medium\", got \"low\"");
+}
+
+TEST_CASE("float32 matmul under each precision") {
+  SUBCASE("plain") {
+    check_precisions([](const Ts& in) { return tpf::matmul(in[0], in[1]); },
+                     {uniform64({300, 64}), uniform64({64, 260})});
+  }
+  SUBCASE("transposed operands, as in the gradients") {
+    check_precisions(
+        [](const Ts& in) {
+          return tpf::matmul(tpf::transpose(in[0]), tpf::transpose(in[1]));
+        },
+        {uniform64({40, 300}), uniform64({256, 40})});
+  }
+  SUBCASE("batched with broadcasting") {
+    check_precisions([](const Ts& in) { return tpf::matmul(in[0], in[1]); },
+                     {uniform64({2, 260, 40}), uniform64({40, 256})});
+  }
+}
+
+TEST_CASE(
+    "medium precision keeps float32 where converting costs more than it "
+    "saves") {
+  PrecisionScope scope(Float32Precision::medium);
+  // A dense layer's forward at batch 64: each weight is used 64 times.
+  CHECK(relative_error([](const Ts& in) { return tpf::matmul(in[0], in[1]); },
+                       {uniform64({64, 300}), uniform64({300, 260})}) < 1e-5);
+}
+
+TEST_CASE("float32 conv2d passes under each precision") {
+  const Ts in{uniform64({4, 16, 12, 12}), uniform64({32, 16, 5, 5}),
+              uniform64({4, 32, 12, 12})};
+  SUBCASE("forward") {
+    check_precisions(
+        [](const Ts& v) { return tpf::nn::conv2d(v[0], v[1], kPad2); }, in);
+  }
+  SUBCASE("gradient of the input") {
+    check_precisions([](const Ts& v) { return conv_loss_grad(v, 0); }, in);
+  }
+  SUBCASE("gradient of the filter") {
+    check_precisions([](const Ts& v) { return conv_loss_grad(v, 1); }, in);
+  }
+}
