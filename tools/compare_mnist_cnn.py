@@ -17,6 +17,7 @@ Usage:
   python3 tools/compare_mnist_cnn.py                       # 2 epochs, 2 threads
   python3 tools/compare_mnist_cnn.py --epochs 1 --train-limit 6400  # quick
   python3 tools/compare_mnist_cnn.py --repeat 3 --seed 1   # seeds 1, 2, 3
+  python3 tools/compare_mnist_cnn.py --precision medium    # bfloat16 products
 """
 import argparse
 import os
@@ -62,11 +63,12 @@ def median_result(runs):
     }
 
 
-def table(tf, torch, threads, repeat, load):
+def table(tf, torch, threads, precision, repeat, load):
     note = f", median of {repeat} runs" if repeat > 1 else ""
     # Other processes on the cores make images/s meaningless: say how busy
     # the machine was.
-    lines = [f"Fashion-MNIST CNN, {threads} threads{note}; load average "
+    lines = [f"Fashion-MNIST CNN, {threads} threads, {precision} "
+             f"precision{note}; load average "
              f"{load[0]:.1f} before, {os.getloadavg()[0]:.1f} after", "",
              "| | tapeflow | libtorch | tapeflow / libtorch |",
              "|---|---:|---:|---:|"]
@@ -98,6 +100,10 @@ def main():
                    help="runs per program, seeds seed, seed+1, ...")
     p.add_argument("--torch-channels-last", action="store_true",
                    help="run the peer in channels-last memory format")
+    p.add_argument("--precision", choices=("highest", "medium"),
+                   default="highest",
+                   help="medium: bfloat16 products (tapeflow's --precision "
+                   "medium against the peer under CPU autocast to bfloat16)")
     a = p.parse_args()
     tf_bin = os.path.join(a.build_dir, "samples", "mnist_cnn")
     torch_bin = os.path.join(a.build_dir, "samples", "mnist_cnn_torch")
@@ -112,12 +118,15 @@ def main():
     tf_runs, torch_runs = [], []
     for k in range(a.repeat):
         seed = ["--seed", str(a.seed + k)]
-        tf_runs.append(run("tapeflow", [tf_bin] + common + seed, a.threads))
+        tf_runs.append(run("tapeflow", [tf_bin] + common + seed +
+                           ["--precision", a.precision], a.threads))
         extra = ["--channels-last"] if a.torch_channels_last else []
+        if a.precision == "medium":
+            extra.append("--bf16-autocast")
         torch_runs.append(run("libtorch", [torch_bin] + common + seed + extra,
                               a.threads))
     print(table(median_result(tf_runs), median_result(torch_runs), a.threads,
-                a.repeat, load))
+                a.precision, a.repeat, load))
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@
 // shuffle per epoch, PyTorch's default initializers, and the same report
 // lines as the tapeflow sample (test accuracy per epoch, images/s, peak RSS).
 // The images stay uint8 and each batch is converted to float32, as there.
+#include <ATen/autocast_mode.h>
 #include <sys/resource.h>
 #include <torch/torch.h>
 #include <zlib.h>
@@ -89,7 +90,7 @@ int main(int argc, char** argv) {
   int epochs = 2, threads = 2;
   int64_t train_limit = 0;
   uint64_t seed = 0;
-  bool channels_last = false;
+  bool channels_last = false, bf16_autocast = false;
   std::string dir = "/usr/share/datasets/fashion-mnist";
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -106,15 +107,22 @@ int main(int argc, char** argv) {
       dir = argv[++i];
     } else if (a == "--channels-last") {
       channels_last = true;
+    } else if (a == "--bf16-autocast") {
+      bf16_autocast = true;
     } else {
       std::fprintf(stderr,
                    "usage: %s [--epochs N] [--threads N] [--train-limit N] "
-                   "[--seed N] [--data-dir DIR] [--channels-last]\n",
+                   "[--seed N] [--data-dir DIR] [--channels-last] "
+                   "[--bf16-autocast]\n",
                    argv[0]);
       return 2;
     }
   }
   torch::set_num_threads(threads);
+  // libtorch 1.13's bfloat16 products on CPU: conv and linear (and the ops
+  // after them) run in bfloat16 under autocast, for training and evaluation.
+  at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
+  at::autocast::set_cpu_enabled(bf16_autocast);
   torch::manual_seed(seed);
   const Split train = load(dir, "train"), test = load(dir, "t10k");
 
@@ -135,9 +143,10 @@ int main(int argc, char** argv) {
   const int64_t all = train.labels.size(0);
   const int64_t n = train_limit > 0 ? std::min(train_limit, all) : all;
   const int64_t batch = 64, steps = n / batch;
-  std::printf("mnist_cnn_torch: %lld training images, %d threads%s\n",
+  std::printf("mnist_cnn_torch: %lld training images, %d threads%s%s\n",
               static_cast<long long>(n), threads,
-              channels_last ? ", channels-last" : "");
+              channels_last ? ", channels-last" : "",
+              bf16_autocast ? ", bfloat16 autocast" : "");
 
   double seconds = 0, acc = 0;
   int64_t images = 0;
