@@ -1,8 +1,9 @@
 // matmul: float32 through oneDNN (primitives cached by shapes, strides and
 // operand type), float64 through BLAS dgemm (oneDNN has no f64 matmul on CPU).
-// Under float32 precision `medium`, products big enough to repay it reorder
-// both operands to bfloat16 in the layouts the primitive picks; the product
-// stays float32.
+// Under float32 precision `medium` both operands are converted to bfloat16 in
+// their own layouts (converting into the primitive's preferred blocked weights
+// costs more than the bfloat16 product saves at batch 64); the product stays
+// float32.
 #include <cblas.h>
 #include <omp.h>
 
@@ -57,10 +58,11 @@ Layout padded(const Tensor& t, int64_t rank) {
   return l;
 }
 
-dnnl::memory::desc describe(const Layout& l, int64_t rank) {
+dnnl::memory::desc describe(
+    const Layout& l, int64_t rank,
+    dnnl::memory::data_type type = dnnl::memory::data_type::f32) {
   return dnnl::memory::desc(
-      dnnl::memory::dims(l.begin(), l.begin() + rank),
-      dnnl::memory::data_type::f32,
+      dnnl::memory::dims(l.begin(), l.begin() + rank), type,
       dnnl::memory::dims(l.begin() + kMaxRank, l.begin() + kMaxRank + rank));
 }
 
@@ -111,40 +113,24 @@ struct KeyHash {
   }
 };
 
-/**
- * Whether bfloat16 products repay converting the operands: each element of
- * a is used once per column of the product and each of b once per row, and
- * a conversion costs about as much as 256 of the products it saves (dense
- * layers at batch 64 measured 3136x1024 weights converting in 2.9 ms, while
- * bfloat16 saved 0.6 ms of the 3.5 ms float32 product).
- */
-bool repays_conversion(const Tensor& out) {
-  constexpr int64_t kMinReuse = 256;
-  const int64_t r = out.rank();
-  return out.shape()[r - 2] >= kMinReuse && out.shape()[r - 1] >= kMinReuse;
-}
-
 void matmul_f32(const Tensor& a, const Tensor& b, Tensor& out) {
   const int64_t rank = out.rank();
   const Key key{{padded(a, rank), padded(b, rank), padded(out, rank)},
                 rank,
                 config::intra_op_threads(),
-                multiply_in_bf16() && repays_conversion(out)};
+                multiply_in_bf16()};
   // Per thread: memory objects are not shared, so no lock on the hot path.
   thread_local std::unordered_map<Key, Prepared, KeyHash> cache;
   thread_local dnnl::stream stream(engine());
   auto it = cache.find(key);
   if (it == cache.end()) {
+    const auto in = operand_type(key.bf16);
     const auto amd = describe(key.layouts[0], rank),
                bmd = describe(key.layouts[1], rank),
                cmd = describe(key.layouts[2], rank);
-    const auto bf16_any = [&](const dnnl::memory::desc& md) {
-      return dnnl::memory::desc(md.dims(), dnnl::memory::data_type::bf16,
-                                dnnl::memory::format_tag::any);
-    };
     dnnl::matmul::primitive_desc pd(
-        key.bf16 ? dnnl::matmul::desc(bf16_any(amd), bf16_any(bmd), cmd)
-                 : dnnl::matmul::desc(amd, bmd, cmd),
+        dnnl::matmul::desc(describe(key.layouts[0], rank, in),
+                           describe(key.layouts[1], rank, in), cmd),
         engine());
     it = cache
              .emplace(key,
