@@ -139,11 +139,11 @@ Prepared prepare(Pass pass, const ConvAttrs& a, const Shape& x, const Shape& w,
     p.weights = operand(wei, fwd.weights_desc(), false);
     p.dst = operand(dst, fwd.dst_desc(), true);
   } else if (pass == Pass::grad_input) {
-    // oneDNN's blocked backward-data kernels pad the input channels to 16, so
-    // with fewer per group (a first layer's 1 or 3) they do up to 16x the
-    // work; its plain-layout kernel is then faster (N=64, 1->32, 28x28, k5:
-    // 1.6 ms against 15 ms at 1 thread).
-    const bool plain = x[1] / a.groups < 16;
+    // oneDNN's blocked backward-data kernel pads the input channels to 16, so
+    // with fewer (a first layer's 1 or 3) it does up to 16x the work; its
+    // plain-layout kernel is then faster (N=64, 1->32, 28x28, k5: 1.6 ms
+    // against 15 ms at 1 thread). Grouped ones keep their depthwise kernels.
+    const bool plain = a.groups == 1 && x[1] < 16;
     dnnl::convolution_backward_data::primitive_desc pd(
         plain ? dnnl::convolution_backward_data::desc(
                     algo, src, plain_md(wd, filter_tag(w, a.groups), in),
