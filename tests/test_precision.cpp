@@ -2,6 +2,9 @@
 // of conv2d against float64, within what float32 or bfloat16 rounding of the
 // inputs allows, and visibly less exact under `medium` where the CPU
 // multiplies bfloat16 natively.
+#include <bit>
+#include <cmath>
+#include <cstdint>
 #include <string>
 
 #include "support/check.hpp"
@@ -46,6 +49,17 @@ double relative_error(const Fn& f, const Ts& inputs) {
 /** Whether oneDNN gets bfloat16 dot products from this CPU. */
 bool native_bf16() {
   return __builtin_cpu_supports("avx512bf16");
+}
+
+/**
+ * Finite x rounded to the nearest bfloat16, ties to even; subnormals become
+ * zero, as AVX512-BF16's conversion instructions treat them.
+ */
+float round_to_bf16(float x) {
+  if (std::fpclassify(x) == FP_SUBNORMAL) return std::copysign(0.0f, x);
+  const uint32_t bits = std::bit_cast<uint32_t>(x);
+  const uint32_t tie_to_even = 0x7fff + ((bits >> 16) & 1);
+  return std::bit_cast<float>((bits + tie_to_even) & 0xffff0000u);
 }
 
 /** Checks f under highest and under medium precision. */
@@ -116,5 +130,40 @@ TEST_CASE("float32 conv2d passes under each precision") {
   }
   SUBCASE("gradient of the filter") {
     check_precisions([](const Ts& v) { return conv_loss_grad(v, 1); }, in);
+  }
+}
+
+TEST_CASE(
+    "medium precision rounds matmul operands to the nearest bfloat16, "
+    "ties to even") {
+  if (!native_bf16()) return;  // medium computes as highest there
+  PrecisionScope scope(Float32Precision::medium);
+  // a @ I is a itself rounded: every product is exact and sums with zeros.
+  // Halfway cases go to the even neighbour; odd extents exercise the tails,
+  // the large one the threaded split.
+  const float step = 0x1p-7f;  // between bfloat16 neighbours near 1
+  std::vector<float> specials{1.0f + step / 2,  1.0f + 3 * step / 2,
+                              -1.0f - step / 2, 1.0f + step / 2 + 0x1p-20f,
+                              0x1p-130f,        3.0e38f};
+  for (const tpf::Shape& shape : {tpf::Shape{5, 37}, tpf::Shape{300, 260}}) {
+    std::vector<float> values(shape.numel());
+    for (size_t i = 0; i < values.size(); ++i)
+      values[i] = i < specials.size()
+                      ? specials[i]
+                      : std::ldexp(std::sin(0.37f * i), int(i % 9) - 4);
+    const tpf::Tensor a = tpf::from_vector(values, shape);
+    const tpf::Tensor got =
+        tpf::matmul(a, tpf::eye(shape[1], shape[1], tpf::float32));
+    const float* out = got.data<float>();
+    int64_t wrong = 0;
+    for (size_t i = 0; i < values.size(); ++i) {
+      const float want = round_to_bf16(values[i]);
+      if (std::bit_cast<uint32_t>(out[i]) != std::bit_cast<uint32_t>(want))
+        ++wrong;
+    }
+    CHECK_MESSAGE(wrong == 0, "elements not rounded as expected: " << wrong);
+    CHECK(out[0] == 1.0f);             // tie, down to even
+    CHECK(out[1] == 1.0f + 2 * step);  // tie, up to even
+    CHECK(out[2] == -1.0f);            // tie, down in magnitude
   }
 }

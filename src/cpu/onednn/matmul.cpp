@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/creation_internal.hpp"
+#include "cpu/bf16_convert.hpp"
 #include "cpu/onednn/precision.hpp"
 #include "cpu/parallel.hpp"
 #include "ops/linalg_ops.hpp"
@@ -73,20 +74,21 @@ dnnl::engine& engine() {
 
 /**
  * One input as the caller holds it and, for bfloat16, as the primitive reads
- * it, with the reorder between the two.
+ * it: the same strides, so the conversion runs over the span element by
+ * element (gaps between rows included; they are not read as results).
  */
 struct Operand {
   dnnl::memory user, internal;
-  dnnl::reorder convert;
+  int64_t bf16_span = 0;  // elements to convert; 0: the primitive reads user
 };
 Operand operand(const dnnl::memory::desc& user,
                 const dnnl::memory::desc& internal) {
-  Operand o{dnnl::memory(user, engine(), nullptr), {}, {}};
+  Operand o{dnnl::memory(user, engine(), nullptr), {}};
   if (internal == user) {
     o.internal = o.user;
   } else {
     o.internal = dnnl::memory(internal, engine());
-    o.convert = dnnl::reorder(o.user, o.internal);
+    o.bf16_span = static_cast<int64_t>(user.get_size() / sizeof(float));
   }
   return o;
 }
@@ -147,8 +149,10 @@ void matmul_f32(const Tensor& a, const Tensor& b, Tensor& out) {
   p.b.user.set_data_handle(b.raw_data());
   p.c.set_data_handle(out.raw_data());
   for (Operand* o : {&p.a, &p.b})
-    if (o->internal != o->user)
-      o->convert.execute(stream, o->user, o->internal);
+    if (o->bf16_span > 0)
+      convert_to_bf16(static_cast<const float*>(o->user.get_data_handle()),
+                      static_cast<uint16_t*>(o->internal.get_data_handle()),
+                      o->bf16_span);
   p.primitive.execute(stream, {{DNNL_ARG_SRC, p.a.internal},
                                {DNNL_ARG_WEIGHTS, p.b.internal},
                                {DNNL_ARG_DST, p.c}});
