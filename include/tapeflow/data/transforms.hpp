@@ -241,7 +241,8 @@ Dataset<detail::element_result_t<F, T>> Dataset<T>::map(
               if (!x) return std::nullopt;
               return detail::invoke_element(f, std::move(*x));
             });
-      });
+      },
+      cardinality_);
 }
 
 template <class T>
@@ -255,64 +256,68 @@ Dataset<T> Dataset<T>::shuffle(int64_t buffer_size,
   // Shared by the copies of this dataset: each epoch gets the next number.
   auto epochs = std::make_shared<std::atomic<uint64_t>>(0);
   Dataset up = *this;
-  return Dataset([up, buffer_size, base, reshuffle_each_iteration, epochs] {
-    const uint64_t epoch = epochs->fetch_add(1);
-    const uint64_t s = detail::mix_seed(
-        base ^ (reshuffle_each_iteration ? detail::mix_seed(epoch) : 0));
-    return detail::make_fn_iterator<T>(
-        [in = up.make_impl(), size = static_cast<size_t>(buffer_size),
-         rng = std::mt19937_64(s), buffer = std::vector<T>(),
-         ended = false]() mutable -> std::optional<T> {
-          while (!ended && buffer.size() < size) {
-            std::optional<T> x = in->next();
-            if (!x)
-              ended = true;
-            else
-              buffer.push_back(std::move(*x));
-          }
-          if (buffer.empty()) return std::nullopt;
-          std::uniform_int_distribution<size_t> pick(0, buffer.size() - 1);
-          std::swap(buffer[pick(rng)], buffer.back());
-          T v = std::move(buffer.back());
-          buffer.pop_back();
-          return v;
-        });
-  });
+  return Dataset(
+      [up, buffer_size, base, reshuffle_each_iteration, epochs] {
+        const uint64_t epoch = epochs->fetch_add(1);
+        const uint64_t s = detail::mix_seed(
+            base ^ (reshuffle_each_iteration ? detail::mix_seed(epoch) : 0));
+        return detail::make_fn_iterator<T>(
+            [in = up.make_impl(), size = static_cast<size_t>(buffer_size),
+             rng = std::mt19937_64(s), buffer = std::vector<T>(),
+             ended = false]() mutable -> std::optional<T> {
+              while (!ended && buffer.size() < size) {
+                std::optional<T> x = in->next();
+                if (!x)
+                  ended = true;
+                else
+                  buffer.push_back(std::move(*x));
+              }
+              if (buffer.empty()) return std::nullopt;
+              std::uniform_int_distribution<size_t> pick(0, buffer.size() - 1);
+              std::swap(buffer[pick(rng)], buffer.back());
+              T v = std::move(buffer.back());
+              buffer.pop_back();
+              return v;
+            });
+      },
+      cardinality_);
 }
 
 template <class T>
 Dataset<T> Dataset<T>::cache() const {
   auto state = std::make_shared<detail::CacheState<T>>();
   Dataset up = *this;
-  return Dataset([up, state]() -> std::unique_ptr<IteratorImpl<T>> {
-    {
-      std::lock_guard lock(state->mu);
-      if (state->complete)
-        // Complete values are never written again: read without the lock.
-        return detail::make_fn_iterator<T>(
-            [state, i = size_t{0}]() mutable -> std::optional<T> {
-              if (i == state->values.size()) return std::nullopt;
-              return state->values[i++];
-            });
-    }
-    return detail::make_fn_iterator<T>(
-        [state, in = up.make_impl(),
-         seen = std::vector<T>()]() mutable -> std::optional<T> {
-          if (!in) return std::nullopt;
-          std::optional<T> x = in->next();
-          if (x) {
-            seen.push_back(*x);
-            return x;
-          }
-          in.reset();
+  return Dataset(
+      [up, state]() -> std::unique_ptr<IteratorImpl<T>> {
+        {
           std::lock_guard lock(state->mu);
-          if (!state->complete) {
-            state->values = std::move(seen);
-            state->complete = true;
-          }
-          return std::nullopt;
-        });
-  });
+          if (state->complete)
+            // Complete values are never written again: read without the lock.
+            return detail::make_fn_iterator<T>(
+                [state, i = size_t{0}]() mutable -> std::optional<T> {
+                  if (i == state->values.size()) return std::nullopt;
+                  return state->values[i++];
+                });
+        }
+        return detail::make_fn_iterator<T>(
+            [state, in = up.make_impl(),
+             seen = std::vector<T>()]() mutable -> std::optional<T> {
+              if (!in) return std::nullopt;
+              std::optional<T> x = in->next();
+              if (x) {
+                seen.push_back(*x);
+                return x;
+              }
+              in.reset();
+              std::lock_guard lock(state->mu);
+              if (!state->complete) {
+                state->values = std::move(seen);
+                state->complete = true;
+              }
+              return std::nullopt;
+            });
+      },
+      cardinality_);
 }
 
 template <class T>
@@ -375,10 +380,12 @@ Dataset<T> Dataset<T>::prefetch(int64_t buffer_size) const {
     throw ValueError("[prefetch] expected buffer_size >= 1, got " +
                      std::to_string(buffer_size));
   Dataset up = *this;
-  return Dataset([up, buffer_size]() -> std::unique_ptr<IteratorImpl<T>> {
-    return std::make_unique<detail::PrefetchIterator<T>>(up.make_impl(),
-                                                         buffer_size);
-  });
+  return Dataset(
+      [up, buffer_size]() -> std::unique_ptr<IteratorImpl<T>> {
+        return std::make_unique<detail::PrefetchIterator<T>>(up.make_impl(),
+                                                             buffer_size);
+      },
+      cardinality_);
 }
 
 }  // namespace tapeflow::data
