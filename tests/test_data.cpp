@@ -203,6 +203,34 @@ TEST_CASE("padded_batch pads to the longest or to a given shape") {
   CHECK_THROWS_AS(pairs.padded_batch(2, {{1}}), tpf::ValueError);
 }
 
+TEST_CASE("padded_batch: a padding value per tuple component") {
+  // Lengths 1 and 2: float rows padded with -1, their int64 lengths' rows
+  // (length k + 1, from 10) with 99.
+  auto pairs = data::range(1, 3).map([](tpf::Tensor n) {
+    const int64_t k = n.item<int64_t>();
+    return std::tuple{
+        tpf::fill<float>({k}, 0.5f * static_cast<float>(k)),
+        tpf::cast(tpf::arange(10.0, 11.0 + double(k)), tpf::int64)};
+  });
+  auto b = collect(pairs.padded_batch(2, {{3}, {}}, {-1, 99}));
+  REQUIRE(b.size() == 1);
+  CHECK_CLOSE(std::get<0>(b[0]),
+              tpf::tensor({{0.5f, -1.f, -1.f}, {1.f, 1.f, -1.f}}));
+  CHECK(std::get<1>(b[0]).dtype() == tpf::int64);
+  CHECK(std::get<1>(b[0]).to_vector<int64_t>() ==
+        std::vector<int64_t>{10, 11, 99, 10, 11, 12});
+  // One value pads every component.
+  auto one = collect(pairs.padded_batch(2, {}, 7.0));
+  CHECK_CLOSE(std::get<0>(one[0]), tpf::tensor({{0.5f, 7.f}, {1.f, 1.f}}));
+  CHECK(std::get<1>(one[0]).to_vector<int64_t>() ==
+        std::vector<int64_t>{10, 11, 7, 10, 11, 12});
+  throws_with<tpf::ValueError>(
+      [&] {
+        pairs.padded_batch(2, {}, {1, 2, 3});
+      },
+      {"[padded_batch]", "1 padding value or 2", "got 3"});
+}
+
 TEST_CASE("cardinality: counted, infinite or unknown, as in tf.data") {
   const int64_t inf = data::kInfiniteCardinality;
   const int64_t unknown = data::kUnknownCardinality;

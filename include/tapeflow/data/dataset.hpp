@@ -105,14 +105,15 @@ class Dataset {
   Dataset<batch_t<T>> batch(int64_t batch_size,
                             bool drop_remainder = false) const;
   /**
-   * batch() for Tensors (or tuples of them) of different shapes: each is
-   * padded with padding_value at the end of each axis to its component's
-   * entry of padded_shapes (empty: the longest in the batch; -1 in a shape:
-   * the longest on that axis).
+   * batch() for Tensors (or tuples of them) of different shapes: each
+   * component is padded at the end of each axis to its entry of
+   * padded_shapes (empty: the longest in the batch; -1 in a shape: the
+   * longest on that axis) with its padding value (one for all components,
+   * or one per component).
    */
   Dataset padded_batch(int64_t batch_size,
                        std::vector<std::vector<int64_t>> padded_shapes = {},
-                       double padding_value = 0.0,
+                       PaddingValues padding_values = 0.0,
                        bool drop_remainder = false) const;
   /**
    * Shuffles through a buffer of buffer_size elements (buffer_size at least
@@ -346,7 +347,7 @@ Dataset<batch_t<T>> Dataset<T>::batch(int64_t batch_size,
 template <class T>
 Dataset<T> Dataset<T>::padded_batch(
     int64_t batch_size, std::vector<std::vector<int64_t>> padded_shapes,
-    double padding_value, bool drop_remainder) const {
+    PaddingValues padding_values, bool drop_remainder) const {
   using Traits = PaddedBatchTraits<T>;
   if (batch_size < 1)
     throw ValueError("[padded_batch] expected batch_size >= 1, got " +
@@ -356,18 +357,23 @@ Dataset<T> Dataset<T>::padded_batch(
                      std::to_string(Traits::components) +
                      " padded shapes (one per component) or none, got " +
                      std::to_string(padded_shapes.size()));
+  if (padding_values.size() != 1 && padding_values.size() != Traits::components)
+    throw ValueError("[padded_batch] expected 1 padding value or " +
+                     std::to_string(Traits::components) +
+                     " (one per component), got " +
+                     std::to_string(padding_values.size()));
   Dataset up = *this;
   return Dataset(
-      [up, batch_size, padded_shapes, padding_value, drop_remainder] {
+      [up, batch_size, padded_shapes, padding_values, drop_remainder] {
         return detail::make_fn_iterator<T>(
-            [in = up.make_impl(), batch_size, padded_shapes, padding_value,
+            [in = up.make_impl(), batch_size, padded_shapes, padding_values,
              drop_remainder]() mutable -> std::optional<T> {
               std::vector<T> elements;
               if (!detail::next_batch(*in, batch_size, drop_remainder,
                                       elements))
                 return std::nullopt;
               return Traits::combine(std::move(elements), padded_shapes,
-                                     padding_value, "padded_batch");
+                                     padding_values, "padded_batch");
             });
       },
       detail::batch_cardinality(cardinality_, batch_size, drop_remainder));
