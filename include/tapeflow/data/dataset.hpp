@@ -140,10 +140,15 @@ class Dataset {
   /**
    * f(element) gives a Dataset per input element; their elements are
    * interleaved: cycle_length of them are open at once, and block_length
-   * consecutive elements come from each in turn (TensorFlow's order).
+   * consecutive elements come from each in turn (TensorFlow's order). With
+   * num_parallel_calls in 2..cycle_length (or kAutotune) that many threads
+   * read the open datasets ahead and open the next ones (calling f one at a
+   * time); the order stays the same, and an exception comes out of
+   * get_next() at its place in it.
    */
   template <class F>
-  auto interleave(F f, int64_t cycle_length, int64_t block_length = 1) const;
+  auto interleave(F f, int64_t cycle_length, int64_t block_length = 1,
+                  int64_t num_parallel_calls = 1) const;
   /**
    * Produces up to buffer_size elements ahead on a background thread (through
    * a FIFOQueue), so the upstream work overlaps the consumer's.
@@ -507,4 +512,5 @@ Dataset<std::tuple<Ts...>> zip(const Dataset<Ts>&... datasets) {
 
 }  // namespace tapeflow::data
 
+#include "tapeflow/data/interleave.hpp"
 #include "tapeflow/data/transforms.hpp"

@@ -1,7 +1,6 @@
 #pragma once
 // The stateful and threaded transformations of Dataset<T>: map (sequential
-// or on worker threads), shuffle, cache, interleave, prefetch. Included by
-// dataset.hpp.
+// or on worker threads), shuffle, cache, prefetch. Included by dataset.hpp.
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -157,7 +156,7 @@ class PrefetchIterator final : public IteratorImpl<T> {
 
   std::optional<T> next() override {
     if (ended_) return std::nullopt;
-    std::optional<Item> item = queue_.dequeue_or_end();
+    std::optional<Outcome<T>> item = queue_.dequeue_or_end();
     if (item && item->error) std::rethrow_exception(item->error);
     if (!item || !item->value) {
       ended_ = true;
@@ -167,21 +166,11 @@ class PrefetchIterator final : public IteratorImpl<T> {
   }
 
  private:
-  struct Item {
-    std::optional<T> value;
-    std::exception_ptr error;  // neither value nor error: the end
-  };
-
   void run() {
     try {
       for (;;) {
-        Item item;
-        try {
-          item.value = in_->next();
-        } catch (...) {
-          item.error = std::current_exception();
-        }
-        const bool end = !item.value && !item.error;
+        Outcome<T> item = next_outcome(*in_);
+        const bool end = item.is_end();
         queue_.enqueue(std::move(item));
         if (end) return;
       }
@@ -194,7 +183,7 @@ class PrefetchIterator final : public IteratorImpl<T> {
   }
 
   std::unique_ptr<IteratorImpl<T>> in_;
-  FIFOQueue<Item> queue_;
+  FIFOQueue<Outcome<T>> queue_;
   bool ended_ = false;
   std::thread thread_;  // last: started once the rest exists
 };
@@ -318,60 +307,6 @@ Dataset<T> Dataset<T>::cache() const {
             });
       },
       cardinality_);
-}
-
-template <class T>
-template <class F>
-auto Dataset<T>::interleave(F f, int64_t cycle_length,
-                            int64_t block_length) const {
-  using Inner = detail::element_result_t<F, T>;
-  using U = typename Inner::element_type;
-  static_assert(std::is_same_v<Inner, Dataset<U>>,
-                "interleave's function must return a Dataset");
-  if (cycle_length < 1 || block_length < 1)
-    throw ValueError(
-        "[interleave] expected cycle_length >= 1 and block_length >= 1, got " +
-        std::to_string(cycle_length) + " and " + std::to_string(block_length));
-  Dataset up = *this;
-  return Dataset<U>([up, f, cycle_length, block_length] {
-    // tf.data's InterleaveDataset order: a slot gives block_length elements,
-    // then the cycle moves on; an empty slot takes the next input element's
-    // dataset and is read at once; an exhausted one moves the cycle on.
-    return detail::make_fn_iterator<U>(
-        [in = up.make_impl(), f, block_length,
-         cycle = std::vector<std::unique_ptr<IteratorImpl<U>>>(
-             static_cast<size_t>(cycle_length)),
-         index = size_t{0}, in_block = int64_t{0}, open = size_t{0},
-         input_ended = false]() mutable -> std::optional<U> {
-          auto advance = [&] {
-            in_block = 0;
-            index = (index + 1) % cycle.size();
-          };
-          while (!input_ended || open > 0) {
-            if (cycle[index]) {
-              if (std::optional<U> x = cycle[index]->next()) {
-                if (++in_block == block_length) advance();
-                return x;
-              }
-              cycle[index].reset();
-              --open;
-              advance();
-            } else if (!input_ended) {
-              std::optional<T> x = in->next();
-              if (!x) {
-                input_ended = true;
-              } else {
-                cycle[index] =
-                    detail::invoke_element(f, std::move(*x)).make_impl();
-                ++open;
-              }
-            } else {
-              advance();
-            }
-          }
-          return std::nullopt;
-        });
-  });
 }
 
 template <class T>
