@@ -138,6 +138,10 @@ TEST_CASE(
       CHECK(copy(0x12345678u, d, s.data(), n) ==
             io::detail::crc32c_portable(0x12345678u, s.data(), n));
     }
+    // The inlined CRC of a TFRecord length field.
+    if (n == 8)
+      CHECK(io::detail::crc32c_8(
+                reinterpret_cast<const unsigned char*>(s.data())) == want);
     // Extending in two pieces gives the CRC of the whole.
     const size_t cut = n ? rng() % n : 0;
     CHECK(io::crc32c_extend(io::crc32c(s.substr(0, cut)), s.data() + cut,

@@ -100,7 +100,7 @@ bool TFRecordReader::read(std::string& record) {
   }
   const uint64_t length = load_u64(header);
   const uint32_t stored = load_u32(header + 8);
-  const uint32_t actual = mask_crc32c(crc32c_extend(0, header, 8));
+  const uint32_t actual = mask_crc32c(detail::crc32c_8(header));
   if (stored != actual)
     in.fail("a record length with masked CRC32C " + hex(stored) + ", got " +
                 hex(actual) + " (corrupt length " + std::to_string(length) +
@@ -174,7 +174,7 @@ TFRecordWriter& TFRecordWriter::operator=(TFRecordWriter&& other) noexcept {
 void TFRecordWriter::write(std::string_view record) {
   unsigned char header[kHeaderBytes];
   store_u64(header, record.size());
-  store_u32(header + 8, mask_crc32c(crc32c_extend(0, header, 8)));
+  store_u32(header + 8, mask_crc32c(detail::crc32c_8(header)));
   unsigned char footer[4];
   store_u32(footer, mask_crc32c(crc32c(record)));
   out_->write(header, kHeaderBytes);
