@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "tapeflow/data/dataset.hpp"
+#include "tapeflow/data/workers.hpp"
 
 namespace tapeflow::data {
 
@@ -42,18 +43,10 @@ class InterleaveIterator final : public IteratorImpl<U> {
         f_(std::move(f)),
         cycle_(static_cast<size_t>(cycle_length)),
         block_length_(block_length) {
-    threads_.reserve(static_cast<size_t>(workers));
-    try {
-      for (int64_t i = 0; i < workers; ++i)
-        threads_.emplace_back([this] { work(); });
-    } catch (...) {
-      // No destructor runs after a throwing constructor: join here.
-      stop_and_join();
-      throw;
-    }
+    workers_.start(workers, [this] { work(); });
   }
 
-  ~InterleaveIterator() override { stop_and_join(); }
+  ~InterleaveIterator() override { workers_.stop_and_join(); }
 
   std::optional<U> next() override {
     std::unique_lock lock(mu_);
@@ -72,7 +65,7 @@ class InterleaveIterator final : public IteratorImpl<U> {
         --open_;
         advance();
       } else if (slot) {
-        if (slot->busy || !threads_.empty())
+        if (slot->busy || !workers_.empty())
           ready_.wait(lock);
         else
           produce(lock, slot);
@@ -84,7 +77,7 @@ class InterleaveIterator final : public IteratorImpl<U> {
         slot = std::move(o.inner);
         ++open_;
       } else if (!input_ended_) {
-        if (input_busy_ || !threads_.empty())
+        if (input_busy_ || !workers_.empty())
           ready_.wait(lock);
         else
           open_next(lock);
@@ -182,15 +175,6 @@ class InterleaveIterator final : public IteratorImpl<U> {
     }
   }
 
-  void stop_and_join() {
-    {
-      std::lock_guard lock(mu_);
-      stop_ = true;
-    }
-    more_work_.notify_all();
-    for (auto& t : threads_) t.join();
-  }
-
   std::unique_ptr<IteratorImpl<T>> in_;
   F f_;
   std::mutex mu_;
@@ -202,7 +186,7 @@ class InterleaveIterator final : public IteratorImpl<U> {
   size_t index_ = 0;
   int64_t in_block_ = 0, open_ = 0;
   bool input_busy_ = false, input_ended_ = false, stop_ = false;
-  std::vector<std::thread> threads_;  // last: joined before the rest goes
+  Workers workers_{mu_, stop_, more_work_};  // last: joined before the rest
 };
 
 }  // namespace detail

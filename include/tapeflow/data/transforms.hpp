@@ -12,6 +12,7 @@
 
 #include "tapeflow/data/dataset.hpp"
 #include "tapeflow/data/queue.hpp"
+#include "tapeflow/data/workers.hpp"
 
 namespace tapeflow::data {
 
@@ -32,19 +33,10 @@ class ParallelMapIterator final : public IteratorImpl<Out> {
       : in_(std::move(in)),
         f_(std::move(f)),
         window_limit_(static_cast<size_t>(workers)) {
-    threads_.reserve(static_cast<size_t>(workers));
-    try {
-      for (int64_t i = 0; i < workers; ++i)
-        threads_.emplace_back([this] { work(); });
-    } catch (...) {
-      // No destructor runs after a throwing constructor: join here, or the
-      // joinable threads would terminate the program.
-      stop_and_join();
-      throw;
-    }
+    workers_.start(workers, [this] { work(); });
   }
 
-  ~ParallelMapIterator() override { stop_and_join(); }
+  ~ParallelMapIterator() override { workers_.stop_and_join(); }
 
   std::optional<Out> next() override {
     std::unique_lock lock(mu_);
@@ -66,15 +58,6 @@ class ParallelMapIterator final : public IteratorImpl<Out> {
     std::exception_ptr error;
     bool done = false;
   };
-
-  void stop_and_join() {
-    {
-      std::lock_guard lock(mu_);
-      stop_ = true;
-    }
-    space_.notify_all();
-    for (auto& t : threads_) t.join();
-  }
 
   void work() {
     for (;;) {
@@ -134,7 +117,7 @@ class ParallelMapIterator final : public IteratorImpl<Out> {
   std::condition_variable space_, done_;
   std::deque<std::shared_ptr<Slot>> window_;
   bool input_ended_ = false, stop_ = false;
-  std::vector<std::thread> threads_;  // last: joined before the rest goes
+  Workers workers_{mu_, stop_, space_};  // last: joined before the rest goes
 };
 
 /**
