@@ -61,13 +61,19 @@ void read_all(detail::InputStream& in, char* dst, size_t n, const char* what) {
             start);
 }
 
-void check_data(const detail::InputStream& in, uint32_t stored, uint32_t actual,
-                uint64_t length, uint64_t data_start) {
-  if (stored != actual)
-    in.fail("record data with masked CRC32C " + hex(stored) + ", got " +
-                hex(actual) + " (corrupt data of " + std::to_string(length) +
-                " bytes)",
-            data_start);
+[[noreturn, gnu::cold]] void fail_data(const detail::InputStream& in,
+                                       uint32_t stored, uint32_t actual,
+                                       uint64_t length, uint64_t data_start) {
+  in.fail("record data with masked CRC32C " + hex(stored) + ", got " +
+              hex(actual) + " (corrupt data of " + std::to_string(length) +
+              " bytes)",
+          data_start);
+}
+
+// Inlined in the per-record path; only a failure pays for a call.
+inline void check_data(const detail::InputStream& in, uint32_t stored,
+                       uint32_t actual, uint64_t length, uint64_t data_start) {
+  if (stored != actual) fail_data(in, stored, actual, length, data_start);
 }
 
 }  // namespace
