@@ -203,6 +203,105 @@ TEST_CASE("padded_batch pads to the longest or to a given shape") {
   CHECK_THROWS_AS(pairs.padded_batch(2, {{1}}), tpf::ValueError);
 }
 
+TEST_CASE("padded_batch: a padding value per tuple component") {
+  // Lengths 1 and 2: float rows padded with -1, their int64 lengths' rows
+  // (length k + 1, from 10) with 99.
+  auto pairs = data::range(1, 3).map([](tpf::Tensor n) {
+    const int64_t k = n.item<int64_t>();
+    return std::tuple{
+        tpf::fill<float>({k}, 0.5f * static_cast<float>(k)),
+        tpf::cast(tpf::arange(10.0, 11.0 + double(k)), tpf::int64)};
+  });
+  auto b = collect(pairs.padded_batch(2, {{3}, {}}, {-1, 99}));
+  REQUIRE(b.size() == 1);
+  CHECK_CLOSE(std::get<0>(b[0]),
+              tpf::tensor({{0.5f, -1.f, -1.f}, {1.f, 1.f, -1.f}}));
+  CHECK(std::get<1>(b[0]).dtype() == tpf::int64);
+  CHECK(std::get<1>(b[0]).to_vector<int64_t>() ==
+        std::vector<int64_t>{10, 11, 99, 10, 11, 12});
+  // One value pads every component.
+  auto one = collect(pairs.padded_batch(2, {}, 7.0));
+  CHECK_CLOSE(std::get<0>(one[0]), tpf::tensor({{0.5f, 7.f}, {1.f, 1.f}}));
+  CHECK(std::get<1>(one[0]).to_vector<int64_t>() ==
+        std::vector<int64_t>{10, 11, 7, 10, 11, 12});
+  throws_with<tpf::ValueError>(
+      [&] {
+        pairs.padded_batch(2, {}, {1, 2, 3});
+      },
+      {"[padded_batch]", "1 padding value or 2", "got 3"});
+}
+
+TEST_CASE("cardinality: counted, infinite or unknown, as in tf.data") {
+  const int64_t inf = data::kInfiniteCardinality;
+  const int64_t unknown = data::kUnknownCardinality;
+  CHECK(inf == -1);
+  CHECK(unknown == -2);
+  auto r = data::range(10);
+  CHECK(r.cardinality() == 10);
+  CHECK(data::range(2, 11, 3).cardinality() == 3);
+  CHECK(data::range(-5, 5, 3).cardinality() == 4);
+  CHECK(data::range(5, 0, -2).cardinality() == 3);
+  CHECK(data::range(3, 3).cardinality() == 0);
+  CHECK(data::range(5, 0).cardinality() == 0);
+  // INT64_MIN, -1, INT64_MAX - 1: a span wider than INT64_MAX.
+  CHECK(data::range(INT64_MIN, INT64_MAX, INT64_MAX).cardinality() == 3);
+  auto m = tpf::zeros({3, 2});
+  CHECK(data::from_tensors(m).cardinality() == 1);
+  CHECK(data::from_tensor_slices(m).cardinality() == 3);
+  CHECK(data::from_tensor_slices(std::tuple{m, m}).cardinality() == 3);
+
+  CHECK(r.batch(3).cardinality() == 4);
+  CHECK(r.batch(3, true).cardinality() == 3);
+  CHECK(r.batch(5, true).cardinality() == 2);
+  CHECK(r.take(4).cardinality() == 4);
+  CHECK(r.take(20).cardinality() == 10);
+  CHECK(r.take(-1).cardinality() == 10);
+  CHECK(r.skip(4).cardinality() == 6);
+  CHECK(r.skip(20).cardinality() == 0);
+  CHECK(r.skip(-1).cardinality() == 0);
+  CHECK(r.repeat(3).cardinality() == 30);
+  CHECK(r.repeat(0).cardinality() == 0);
+  CHECK(r.repeat().cardinality() == inf);
+  CHECK(data::range(0).repeat().cardinality() == 0);
+  CHECK(r.repeat().take(7).cardinality() == 7);
+  CHECK(r.repeat().skip(3).cardinality() == inf);
+  CHECK(r.repeat().batch(4).cardinality() == inf);
+  auto same = [](int64_t x) { return x; };
+  auto ints_ds = r.map([](tpf::Tensor x) { return x.item<int64_t>(); });
+  CHECK(ints_ds.cardinality() == 10);
+  CHECK(ints_ds.map(same, 3).cardinality() == 10);
+  CHECK(r.enumerate().cardinality() == 10);
+  CHECK(r.shuffle(4, 1).cardinality() == 10);
+  CHECK(r.cache().cardinality() == 10);
+  CHECK(r.prefetch(2).cardinality() == 10);
+  CHECK(data::zip(r, data::range(3)).cardinality() == 3);
+  CHECK(data::zip(r, r.repeat()).cardinality() == 10);
+  CHECK(data::zip(r.repeat(), r.repeat()).cardinality() == inf);
+
+  // What depends on the data is unknown; repeat() forever still infinite.
+  auto kept = ints_ds.filter([](int64_t x) { return x > 2; });
+  CHECK(kept.cardinality() == unknown);
+  CHECK(kept.take(3).cardinality() == unknown);
+  CHECK(kept.batch(2).cardinality() == unknown);
+  CHECK(kept.repeat(2).cardinality() == unknown);
+  CHECK(kept.repeat().cardinality() == inf);
+  CHECK(data::zip(data::range(0), kept).cardinality() == unknown);
+  CHECK(ints_ds.ignore_errors().cardinality() == unknown);
+  CHECK(data::from_generator([]() -> std::optional<int> {
+          return 1;
+        }).cardinality() == unknown);
+  CHECK(r.interleave([](tpf::Tensor x) { return data::from_tensors(x); }, 2)
+            .cardinality() == unknown);
+
+  // Known counts are the counts an epoch produces.
+  auto ragged = data::range(1, 4).map(
+      [](tpf::Tensor n) { return tpf::zeros({n.item<int64_t>()}); });
+  for (const auto& ds :
+       {r.batch(3), r.skip(7), r.take(4).repeat(2), ragged.padded_batch(2),
+        ragged.padded_batch(2, {}, 0.0, true)})
+    CHECK(ds.cardinality() == static_cast<int64_t>(collect(ds).size()));
+}
+
 TEST_CASE("shuffle: a permutation, repeatable under a seed") {
   auto ds = data::range(20);
   auto s = ds.shuffle(20, 7);

@@ -179,6 +179,7 @@ TEST_CASE("mnist: (image, label) pairs from IDX files") {
   spit(dir / "train-images-idx3-ubyte", images);
   spit(dir / "train-labels-idx1-ubyte.gz", gzip(labels));
   auto ds = data::mnist(dir.path.string(), "train");
+  CHECK(ds.cardinality() == 3);
   auto all = collect(ds);
   REQUIRE(all.size() == 3);
   auto& [img, label] = all[1];
@@ -220,6 +221,8 @@ TEST_CASE("TFRecordDataset: records written by TFRecordWriter") {
     CHECK(collect(ds) == std::vector<std::string>{"rec00", "rec01", "rec02", "",
                                                   "rec10", "rec11", "rec12",
                                                   ""});
+    // A file's record count is only known by reading it.
+    CHECK(ds.cardinality() == data::kUnknownCardinality);
   }
 
   // A flipped data byte fails record 1's CRC; ignore_errors drops the rest

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <random>
 #include <set>
+#include <string>
 #include <thread>
 
 #include "tapeflow/data/dataset.hpp"
@@ -125,6 +126,125 @@ TEST_CASE("prefetch fills its buffer ahead of the consumer") {
   CHECK_FALSE(it.get_next().has_value());
 }
 
+namespace {
+
+/**
+ * Every get_next() of one epoch until the end: "v" and the value, or "e" and
+ * the message of what it threw (the iterator goes on after an error).
+ */
+std::vector<std::string> trace(const data::Dataset<int64_t>& ds) {
+  std::vector<std::string> out;
+  auto it = ds.make_iterator();
+  for (;;) {
+    try {
+      std::optional<int64_t> x = it.get_next();
+      if (!x) return out;
+      out.push_back('v' + std::to_string(*x));
+    } catch (const tpf::Error& e) {
+      out.push_back('e' + std::string(e.what()));
+    }
+  }
+}
+
+/** Sleeps a pseudo-random 0-300 us, so that workers finish out of order. */
+void jitter(int64_t seed) {
+  std::this_thread::sleep_for(
+      std::chrono::microseconds((seed * 7919 + 13) % 301));
+}
+
+}  // namespace
+
+TEST_CASE("parallel interleave keeps the sequential order") {
+  // tf.data's documented example: Dataset.range(1, 6).interleave(
+  //     lambda x: Dataset.from_tensors(x).repeat(6), cycle_length=2,
+  //     block_length=4), for each count of threads.
+  auto sixes = [](int64_t x) {
+    return data::Dataset<int64_t>::from_tensors(x).repeat(6);
+  };
+  const std::vector<int64_t> documented = {1, 1, 1, 1, 2, 2, 2, 2, 1, 1,
+                                           2, 2, 3, 3, 3, 3, 4, 4, 4, 4,
+                                           3, 3, 4, 4, 5, 5, 5, 5, 5, 5};
+  auto from1 = iota(5).map([](int64_t x) { return x + 1; });
+  for (int64_t calls : {int64_t{1}, int64_t{2}, data::kAutotune})
+    CHECK(collect(from1.interleave(sixes, 2, 4, calls)) == documented);
+
+  // Inner datasets of 0..6 elements that take their time, many cycle shapes:
+  // the same order with and without threads.
+  auto slow_inner = [](int64_t x) {
+    return data::from_generator([x, i = int64_t{0}]() mutable {
+      jitter(x + i);
+      return i < x % 7 ? std::optional<int64_t>(x * 100 + i++) : std::nullopt;
+    });
+  };
+  for (int64_t cycle : {1, 3, 5})
+    for (int64_t block : {1, 2, 4}) {
+      const auto sequential =
+          collect(iota(40).interleave(slow_inner, cycle, block));
+      // 5 * (0 + 1 + ... + 6) + 0 + 1 + ... + 4
+      REQUIRE(sequential.size() == 115);
+      for (int64_t calls = 2; calls <= cycle; ++calls)
+        CHECK(collect(iota(40).interleave(slow_inner, cycle, block, calls)) ==
+              sequential);
+    }
+  CHECK_THROWS_AS(iota(3).interleave(sixes, 2, 1, 0), tpf::ValueError);
+  CHECK_THROWS_WITH_AS(iota(3).interleave(sixes, 2, 1, 3),
+                       "[interleave] expected num_parallel_calls in 1..2 "
+                       "(cycle_length) or kAutotune, got 3",
+                       tpf::ValueError);
+}
+
+TEST_CASE("parallel interleave reads inner datasets concurrently") {
+  std::atomic<int> running{0}, most{0};
+  auto busy_inner = [&](int64_t x) {
+    return data::from_generator([&, x, i = 0]() mutable {
+      const int now = ++running;
+      int seen = most.load();
+      while (now > seen && !most.compare_exchange_weak(seen, now)) {
+      }
+      std::this_thread::sleep_for(1ms);
+      --running;
+      return i < 4 ? std::optional<int64_t>(x + i++) : std::nullopt;
+    });
+  };
+  CHECK(collect(iota(12).interleave(busy_inner, 4, 1, 4)).size() == 48);
+  CHECK(most.load() > 1);
+  CHECK(most.load() <= 4);
+}
+
+TEST_CASE("parallel interleave: errors come out at their place") {
+  // Upstream loses element 2 to an error; f throws for 4; inner 1 throws
+  // at its second call, then gives 12. Cycle 2, block 1, by hand:
+  // slot 0 opens 0, slot 1 opens 1, 1 errs in its turn and is asked again,
+  // both end, slot 1 pulls the error, opens 3, slot 0 gets f's error, then
+  // input ends and 3 finishes alone.
+  auto input = data::from_generator([i = int64_t{0}]() mutable {
+    if (i == 2) {
+      ++i;
+      throw tpf::DataLossError("[in] lost 2");
+    }
+    return i < 5 ? std::optional<int64_t>(i++) : std::nullopt;
+  });
+  auto f = [](int64_t x) {
+    if (x == 4) throw tpf::ValueError("[f] no 4");
+    return data::from_generator([x, i = int64_t{0}]() mutable {
+      jitter(x * 3 + i);
+      if (x == 1 && i == 1) {
+        ++i;
+        throw tpf::IOError("[inner] 1 at 1");
+      }
+      return i < 3 ? std::optional<int64_t>(x * 10 + i++) : std::nullopt;
+    });
+  };
+  const std::vector<std::string> expected = {
+      "v0",        "v10", "v1",           "e[inner] 1 at 1",
+      "v12",       "v2",  "e[in] lost 2", "v30",
+      "e[f] no 4", "v31", "v32"};
+  for (int round = 0; round < 10; ++round) {
+    CHECK(trace(input.interleave(f, 2)) == expected);
+    CHECK(trace(input.interleave(f, 2, 1, 2)) == expected);
+  }
+}
+
 TEST_CASE("destroying iterators mid-epoch joins their threads") {
   auto endless = iota(-1);
   // Producer blocked on a full queue; workers blocked on a full window; both
@@ -158,9 +278,19 @@ TEST_CASE("destroying iterators mid-epoch joins their threads") {
                     .make_iterator();
       it.get_next();
     }
+    {
+      auto it = endless
+                    .interleave([](int64_t x) { return iota(-1).take(x % 5); },
+                                3, 2, 3)
+                    .make_iterator();
+      CHECK(*it.get_next() == 0);
+    }
     // Never asked for anything.
     auto unused =
         endless.map([](int64_t x) { return x; }, 2).prefetch(2).make_iterator();
+    auto unused_interleave =
+        endless.interleave([](int64_t) { return iota(-1); }, 4, 1, 4)
+            .make_iterator();
   }
   // A range-for left early.
   int64_t sum = 0;

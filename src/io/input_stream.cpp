@@ -29,6 +29,10 @@ constexpr size_t kBufferBytes = size_t{1} << 18;
 constexpr size_t kMinBufferBytes = size_t{1} << 12;
 }  // namespace
 
+AlignedBuffer::AlignedBuffer(size_t size)
+    : data_(static_cast<unsigned char*>(::operator new(size, kAlign))),
+      size_(size) {}
+
 InputStream::InputStream(std::string path, Compression compression,
                          const char* op)
     : path_(std::move(path)), op_(op), compression_(compression) {
@@ -44,9 +48,9 @@ InputStream::InputStream(std::string path, Compression compression,
   if (::fstat(fd_, &st) == 0 && S_ISREG(st.st_mode))
     file_buffer = std::clamp(static_cast<size_t>(st.st_size), kMinBufferBytes,
                              kBufferBytes);
-  buf_.resize(file_buffer);
+  buf_ = AlignedBuffer(file_buffer);
   if (compression_ == Compression::kNone) return;
-  packed_.resize(file_buffer);
+  packed_ = AlignedBuffer(file_buffer);
   // 15 + 16: a gzip header and trailer around the deflate data.
   const int window = compression_ == Compression::kGzip ? 15 + 16 : 15;
   if (inflateInit2(&zs_, window) != Z_OK) {

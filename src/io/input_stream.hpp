@@ -6,13 +6,34 @@
 
 #include <cstdint>
 #include <memory>
+#include <new>
 #include <span>
 #include <string>
-#include <vector>
 
 #include "tapeflow/io/compression.hpp"
 
 namespace tapeflow::io::detail {
+
+/**
+ * A page-aligned byte buffer. The kernel's copy into a buffer at 8, 16 or 24
+ * bytes past a 64-byte line runs at 2/3 to 1/4 of its speed into an aligned
+ * one (rep movsb, measured on Zen 4), and operator new only promises 16.
+ */
+class AlignedBuffer {
+ public:
+  AlignedBuffer() = default;
+  explicit AlignedBuffer(size_t size);
+  unsigned char* data() const { return data_.get(); }
+  size_t size() const { return size_; }
+
+ private:
+  static constexpr std::align_val_t kAlign{4096};
+  struct Free {
+    void operator()(unsigned char* p) const { ::operator delete(p, kAlign); }
+  };
+  std::unique_ptr<unsigned char, Free> data_;
+  size_t size_ = 0;
+};
 
 class InputStream {
  public:
@@ -77,10 +98,10 @@ class InputStream {
   Compression compression_;
   int fd_ = -1;
   uint64_t offset_ = 0;
-  std::vector<unsigned char> buf_;
+  AlignedBuffer buf_;
   size_t buf_pos_ = 0, buf_end_ = 0;
   // Compressed input only.
-  std::vector<unsigned char> packed_;
+  AlignedBuffer packed_;
   z_stream zs_{};
   bool zs_open_ = false, file_ended_ = false, stream_ended_ = false;
 };

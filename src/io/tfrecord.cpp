@@ -61,13 +61,19 @@ void read_all(detail::InputStream& in, char* dst, size_t n, const char* what) {
             start);
 }
 
-void check_data(const detail::InputStream& in, uint32_t stored, uint32_t actual,
-                uint64_t length, uint64_t data_start) {
-  if (stored != actual)
-    in.fail("record data with masked CRC32C " + hex(stored) + ", got " +
-                hex(actual) + " (corrupt data of " + std::to_string(length) +
-                " bytes)",
-            data_start);
+[[noreturn, gnu::cold]] void fail_data(const detail::InputStream& in,
+                                       uint32_t stored, uint32_t actual,
+                                       uint64_t length, uint64_t data_start) {
+  in.fail("record data with masked CRC32C " + hex(stored) + ", got " +
+              hex(actual) + " (corrupt data of " + std::to_string(length) +
+              " bytes)",
+          data_start);
+}
+
+// Inlined in the per-record path; only a failure pays for a call.
+inline void check_data(const detail::InputStream& in, uint32_t stored,
+                       uint32_t actual, uint64_t length, uint64_t data_start) {
+  if (stored != actual) fail_data(in, stored, actual, length, data_start);
 }
 
 }  // namespace
@@ -100,7 +106,7 @@ bool TFRecordReader::read(std::string& record) {
   }
   const uint64_t length = load_u64(header);
   const uint32_t stored = load_u32(header + 8);
-  const uint32_t actual = mask_crc32c(crc32c_extend(0, header, 8));
+  const uint32_t actual = mask_crc32c(detail::crc32c_8(header));
   if (stored != actual)
     in.fail("a record length with masked CRC32C " + hex(stored) + ", got " +
                 hex(actual) + " (corrupt length " + std::to_string(length) +
@@ -174,7 +180,7 @@ TFRecordWriter& TFRecordWriter::operator=(TFRecordWriter&& other) noexcept {
 void TFRecordWriter::write(std::string_view record) {
   unsigned char header[kHeaderBytes];
   store_u64(header, record.size());
-  store_u32(header + 8, mask_crc32c(crc32c_extend(0, header, 8)));
+  store_u32(header + 8, mask_crc32c(detail::crc32c_8(header)));
   unsigned char footer[4];
   store_u32(footer, mask_crc32c(crc32c(record)));
   out_->write(header, kHeaderBytes);

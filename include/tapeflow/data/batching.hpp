@@ -1,6 +1,7 @@
 #pragma once
 // How Dataset::batch and padded_batch combine elements, per element type.
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -94,6 +95,28 @@ template <class T>
 using batch_t = typename BatchTraits<T>::type;
 
 /**
+ * The padding of padded_batch(): one value for every component (a number),
+ * or one per component of a tuple element ({0, -1}); each is cast to its
+ * component's dtype.
+ */
+class PaddingValues {
+ public:
+  // Implicit, so that padded_batch(n, shapes, -1.0) reads as in tf.data.
+  PaddingValues(double all = 0.0) : values_{all} {}
+  PaddingValues(std::initializer_list<double> per_component)
+      : values_(per_component) {}
+
+  size_t size() const { return values_.size(); }
+  /** The value of component i. */
+  double operator[](size_t i) const {
+    return values_.size() == 1 ? values_[0] : values_.at(i);
+  }
+
+ private:
+  std::vector<double> values_;
+};
+
+/**
  * padded_batch() for a Tensor or a tuple of Tensors: `shapes` holds one
  * padded shape per component (or none: the longest in the batch for all).
  */
@@ -105,10 +128,10 @@ struct PaddedBatchTraits<Tensor> {
   static constexpr size_t components = 1;
   static Tensor combine(std::vector<Tensor>&& elements,
                         const std::vector<std::vector<int64_t>>& shapes,
-                        double value, const char* op) {
+                        const PaddingValues& values, const char* op) {
     return detail::pad_and_stack(
-        elements, shapes.empty() ? std::vector<int64_t>{} : shapes[0], value,
-        op);
+        elements, shapes.empty() ? std::vector<int64_t>{} : shapes[0],
+        values[0], op);
   }
 };
 
@@ -118,9 +141,9 @@ requires(std::is_same_v<Ts, Tensor>&&...) struct PaddedBatchTraits<
   static constexpr size_t components = sizeof...(Ts);
   static std::tuple<Ts...> combine(
       std::vector<std::tuple<Ts...>>&& elements,
-      const std::vector<std::vector<int64_t>>& shapes, double value,
-      const char* op) {
-    return split(std::move(elements), shapes, value, op,
+      const std::vector<std::vector<int64_t>>& shapes,
+      const PaddingValues& values, const char* op) {
+    return split(std::move(elements), shapes, values, op,
                  std::index_sequence_for<Ts...>{});
   }
 
@@ -128,14 +151,14 @@ requires(std::is_same_v<Ts, Tensor>&&...) struct PaddedBatchTraits<
   template <size_t... I>
   static std::tuple<Ts...> split(
       std::vector<std::tuple<Ts...>>&& elements,
-      const std::vector<std::vector<int64_t>>& shapes, double value,
-      const char* op, std::index_sequence<I...>) {
+      const std::vector<std::vector<int64_t>>& shapes,
+      const PaddingValues& values, const char* op, std::index_sequence<I...>) {
     std::tuple<std::vector<Ts>...> parts;
     for (auto& e : elements)
       (std::get<I>(parts).push_back(std::move(std::get<I>(e))), ...);
     return {detail::pad_and_stack(
         std::get<I>(parts), shapes.empty() ? std::vector<int64_t>{} : shapes[I],
-        value, op)...};
+        values[I], op)...};
   }
 };
 

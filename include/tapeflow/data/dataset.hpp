@@ -14,6 +14,7 @@
 #include "tapeflow/core/error.hpp"
 #include "tapeflow/core/tensor.hpp"
 #include "tapeflow/data/batching.hpp"
+#include "tapeflow/data/cardinality.hpp"
 #include "tapeflow/data/iterator.hpp"
 
 namespace tapeflow::data {
@@ -37,9 +38,15 @@ class Dataset {
  public:
   using element_type = T;
 
-  explicit Dataset(IteratorFactory<T> factory)
+  /**
+   * A pipeline whose epochs come from `factory`; `cardinality` is what
+   * cardinality() reports.
+   */
+  explicit Dataset(IteratorFactory<T> factory,
+                   int64_t cardinality = kUnknownCardinality)
       : factory_(
-            std::make_shared<const IteratorFactory<T>>(std::move(factory))) {}
+            std::make_shared<const IteratorFactory<T>>(std::move(factory))),
+        cardinality_(cardinality) {}
 
   /** Starts an epoch. */
   Iterator<T> make_iterator() const { return Iterator<T>(make_impl()); }
@@ -51,6 +58,14 @@ class Dataset {
     return typename Iterator<T>::RangeIterator(make_iterator());
   }
   std::default_sentinel_t end() const { return {}; }
+
+  /**
+   * The number of elements of an epoch when the pipeline's description
+   * tells it, else kInfiniteCardinality (repeat() forever) or
+   * kUnknownCardinality (after filter, from_generator, file readers,
+   * interleave, ignore_errors): tf.data's rules.
+   */
+  int64_t cardinality() const { return cardinality_; }
 
   // ---- sources ----
   /** One element: `value` (a copy of it every epoch). */
@@ -90,14 +105,15 @@ class Dataset {
   Dataset<batch_t<T>> batch(int64_t batch_size,
                             bool drop_remainder = false) const;
   /**
-   * batch() for Tensors (or tuples of them) of different shapes: each is
-   * padded with padding_value at the end of each axis to its component's
-   * entry of padded_shapes (empty: the longest in the batch; -1 in a shape:
-   * the longest on that axis).
+   * batch() for Tensors (or tuples of them) of different shapes: each
+   * component is padded at the end of each axis to its entry of
+   * padded_shapes (empty: the longest in the batch; -1 in a shape: the
+   * longest on that axis) with its padding value (one for all components,
+   * or one per component).
    */
   Dataset padded_batch(int64_t batch_size,
                        std::vector<std::vector<int64_t>> padded_shapes = {},
-                       double padding_value = 0.0,
+                       PaddingValues padding_values = 0.0,
                        bool drop_remainder = false) const;
   /**
    * Shuffles through a buffer of buffer_size elements (buffer_size at least
@@ -124,10 +140,15 @@ class Dataset {
   /**
    * f(element) gives a Dataset per input element; their elements are
    * interleaved: cycle_length of them are open at once, and block_length
-   * consecutive elements come from each in turn (TensorFlow's order).
+   * consecutive elements come from each in turn (TensorFlow's order). With
+   * num_parallel_calls in 2..cycle_length (or kAutotune) that many threads
+   * read the open datasets ahead and open the next ones (calling f one at a
+   * time); the order stays the same, and an exception comes out of
+   * get_next() at its place in it.
    */
   template <class F>
-  auto interleave(F f, int64_t cycle_length, int64_t block_length = 1) const;
+  auto interleave(F f, int64_t cycle_length, int64_t block_length = 1,
+                  int64_t num_parallel_calls = 1) const;
   /**
    * Produces up to buffer_size elements ahead on a background thread (through
    * a FIFOQueue), so the upstream work overlaps the consumer's.
@@ -141,6 +162,7 @@ class Dataset {
 
  private:
   std::shared_ptr<const IteratorFactory<T>> factory_;
+  int64_t cardinality_;
 };
 
 /** Elements of all datasets side by side; ends with the shortest. */
@@ -198,14 +220,16 @@ auto from_generator(G gen) {
 
 template <class T>
 Dataset<T> Dataset<T>::from_tensors(T value) {
-  return Dataset([value] {
-    return detail::make_fn_iterator<T>(
-        [value, done = false]() mutable -> std::optional<T> {
-          if (done) return std::nullopt;
-          done = true;
-          return value;
-        });
-  });
+  return Dataset(
+      [value] {
+        return detail::make_fn_iterator<T>(
+            [value, done = false]() mutable -> std::optional<T> {
+              if (done) return std::nullopt;
+              done = true;
+              return value;
+            });
+      },
+      1);
 }
 
 template <class T>
@@ -244,13 +268,15 @@ Dataset<T> Dataset<T>::from_tensor_slices(const T& components) {
         },
         components);
   }
-  return Dataset([slicer, n] {
-    return detail::make_fn_iterator<T>(
-        [slicer, n, i = int64_t{0}]() mutable -> std::optional<T> {
-          if (i >= n) return std::nullopt;
-          return slicer(i++);
-        });
-  });
+  return Dataset(
+      [slicer, n] {
+        return detail::make_fn_iterator<T>(
+            [slicer, n, i = int64_t{0}]() mutable -> std::optional<T> {
+              if (i >= n) return std::nullopt;
+              return slicer(i++);
+            });
+      },
+      n);
 }
 
 template <class T>
@@ -308,22 +334,25 @@ Dataset<batch_t<T>> Dataset<T>::batch(int64_t batch_size,
                      std::to_string(batch_size));
   Dataset up = *this;
   using B = batch_t<T>;
-  return Dataset<B>([up, batch_size, drop_remainder] {
-    return detail::make_fn_iterator<B>(
-        [in = up.make_impl(), batch_size,
-         drop_remainder]() mutable -> std::optional<B> {
-          std::vector<T> elements;
-          if (!detail::next_batch(*in, batch_size, drop_remainder, elements))
-            return std::nullopt;
-          return BatchTraits<T>::combine(std::move(elements), "batch");
-        });
-  });
+  return Dataset<B>(
+      [up, batch_size, drop_remainder] {
+        return detail::make_fn_iterator<B>(
+            [in = up.make_impl(), batch_size,
+             drop_remainder]() mutable -> std::optional<B> {
+              std::vector<T> elements;
+              if (!detail::next_batch(*in, batch_size, drop_remainder,
+                                      elements))
+                return std::nullopt;
+              return BatchTraits<T>::combine(std::move(elements), "batch");
+            });
+      },
+      detail::batch_cardinality(cardinality_, batch_size, drop_remainder));
 }
 
 template <class T>
 Dataset<T> Dataset<T>::padded_batch(
     int64_t batch_size, std::vector<std::vector<int64_t>> padded_shapes,
-    double padding_value, bool drop_remainder) const {
+    PaddingValues padding_values, bool drop_remainder) const {
   using Traits = PaddedBatchTraits<T>;
   if (batch_size < 1)
     throw ValueError("[padded_batch] expected batch_size >= 1, got " +
@@ -333,91 +362,106 @@ Dataset<T> Dataset<T>::padded_batch(
                      std::to_string(Traits::components) +
                      " padded shapes (one per component) or none, got " +
                      std::to_string(padded_shapes.size()));
+  if (padding_values.size() != 1 && padding_values.size() != Traits::components)
+    throw ValueError("[padded_batch] expected 1 padding value or " +
+                     std::to_string(Traits::components) +
+                     " (one per component), got " +
+                     std::to_string(padding_values.size()));
   Dataset up = *this;
-  return Dataset([up, batch_size, padded_shapes, padding_value,
-                  drop_remainder] {
-    return detail::make_fn_iterator<T>(
-        [in = up.make_impl(), batch_size, padded_shapes, padding_value,
-         drop_remainder]() mutable -> std::optional<T> {
-          std::vector<T> elements;
-          if (!detail::next_batch(*in, batch_size, drop_remainder, elements))
-            return std::nullopt;
-          return Traits::combine(std::move(elements), padded_shapes,
-                                 padding_value, "padded_batch");
-        });
-  });
+  return Dataset(
+      [up, batch_size, padded_shapes, padding_values, drop_remainder] {
+        return detail::make_fn_iterator<T>(
+            [in = up.make_impl(), batch_size, padded_shapes, padding_values,
+             drop_remainder]() mutable -> std::optional<T> {
+              std::vector<T> elements;
+              if (!detail::next_batch(*in, batch_size, drop_remainder,
+                                      elements))
+                return std::nullopt;
+              return Traits::combine(std::move(elements), padded_shapes,
+                                     padding_values, "padded_batch");
+            });
+      },
+      detail::batch_cardinality(cardinality_, batch_size, drop_remainder));
 }
 
 template <class T>
 Dataset<T> Dataset<T>::repeat(int64_t count) const {
   Dataset up = *this;
-  return Dataset([up, count] {
-    return detail::make_fn_iterator<T>(
-        [up, count, in = std::unique_ptr<IteratorImpl<T>>(), epoch = int64_t{0},
-         got = false]() mutable -> std::optional<T> {
-          while (count < 0 || epoch < count) {
-            if (!in) {
-              in = up.make_impl();
-              got = false;
-            }
-            if (std::optional<T> x = in->next()) {
-              got = true;
-              return x;
-            }
-            in.reset();
-            ++epoch;
-            // An empty epoch would make repeat() spin forever.
-            if (!got) break;
-          }
-          return std::nullopt;
-        });
-  });
+  return Dataset(
+      [up, count] {
+        return detail::make_fn_iterator<T>(
+            [up, count, in = std::unique_ptr<IteratorImpl<T>>(),
+             epoch = int64_t{0}, got = false]() mutable -> std::optional<T> {
+              while (count < 0 || epoch < count) {
+                if (!in) {
+                  in = up.make_impl();
+                  got = false;
+                }
+                if (std::optional<T> x = in->next()) {
+                  got = true;
+                  return x;
+                }
+                in.reset();
+                ++epoch;
+                // An empty epoch would make repeat() spin forever.
+                if (!got) break;
+              }
+              return std::nullopt;
+            });
+      },
+      detail::repeat_cardinality(cardinality_, count));
 }
 
 template <class T>
 Dataset<T> Dataset<T>::take(int64_t n) const {
   Dataset up = *this;
-  return Dataset([up, n] {
-    return detail::make_fn_iterator<T>(
-        [in = up.make_impl(), n,
-         taken = int64_t{0}]() mutable -> std::optional<T> {
-          if (n >= 0 && taken >= n) return std::nullopt;
-          std::optional<T> x = in->next();
-          if (x) ++taken;
-          return x;
-        });
-  });
+  return Dataset(
+      [up, n] {
+        return detail::make_fn_iterator<T>(
+            [in = up.make_impl(), n,
+             taken = int64_t{0}]() mutable -> std::optional<T> {
+              if (n >= 0 && taken >= n) return std::nullopt;
+              std::optional<T> x = in->next();
+              if (x) ++taken;
+              return x;
+            });
+      },
+      detail::take_cardinality(cardinality_, n));
 }
 
 template <class T>
 Dataset<T> Dataset<T>::skip(int64_t n) const {
   Dataset up = *this;
-  return Dataset([up, n] {
-    return detail::make_fn_iterator<T>(
-        [in = up.make_impl(), n,
-         skipped = false]() mutable -> std::optional<T> {
-          if (!skipped) {
-            for (int64_t i = 0; n < 0 || i < n; ++i)
-              if (!in->next()) return std::nullopt;
-            skipped = true;
-          }
-          return in->next();
-        });
-  });
+  return Dataset(
+      [up, n] {
+        return detail::make_fn_iterator<T>(
+            [in = up.make_impl(), n,
+             skipped = false]() mutable -> std::optional<T> {
+              if (!skipped) {
+                for (int64_t i = 0; n < 0 || i < n; ++i)
+                  if (!in->next()) return std::nullopt;
+                skipped = true;
+              }
+              return in->next();
+            });
+      },
+      detail::skip_cardinality(cardinality_, n));
 }
 
 template <class T>
 Dataset<std::tuple<int64_t, T>> Dataset<T>::enumerate(int64_t start) const {
   using E = std::tuple<int64_t, T>;
   Dataset up = *this;
-  return Dataset<E>([up, start] {
-    return detail::make_fn_iterator<E>(
-        [in = up.make_impl(), i = start]() mutable -> std::optional<E> {
-          std::optional<T> x = in->next();
-          if (!x) return std::nullopt;
-          return E{i++, std::move(*x)};
-        });
-  });
+  return Dataset<E>(
+      [up, start] {
+        return detail::make_fn_iterator<E>(
+            [in = up.make_impl(), i = start]() mutable -> std::optional<E> {
+              std::optional<T> x = in->next();
+              if (!x) return std::nullopt;
+              return E{i++, std::move(*x)};
+            });
+      },
+      cardinality_);
 }
 
 template <class T>
@@ -440,30 +484,33 @@ Dataset<T> Dataset<T>::ignore_errors() const {
 template <class... Ts>
 Dataset<std::tuple<Ts...>> zip(const Dataset<Ts>&... datasets) {
   using E = std::tuple<Ts...>;
-  return Dataset<E>([datasets...] {
-    return detail::make_fn_iterator<E>(
-        [ins = std::make_tuple(
-             datasets.make_impl()...)]() mutable -> std::optional<E> {
-          std::tuple<std::optional<Ts>...> parts;
-          bool ended = false;
-          // Stops at the first dataset that ends (in order, like tf.data).
-          std::apply(
-              [&](auto&... in) {
-                std::apply(
-                    [&](auto&... part) {
-                      ((ended = ended || !(part = in->next()).has_value()),
-                       ...);
-                    },
-                    parts);
-              },
-              ins);
-          if (ended) return std::nullopt;
-          return std::apply(
-              [](auto&... part) { return E{std::move(*part)...}; }, parts);
-        });
-  });
+  return Dataset<E>(
+      [datasets...] {
+        return detail::make_fn_iterator<E>(
+            [ins = std::make_tuple(
+                 datasets.make_impl()...)]() mutable -> std::optional<E> {
+              std::tuple<std::optional<Ts>...> parts;
+              bool ended = false;
+              // Stops at the first dataset that ends (in order, like tf.data).
+              std::apply(
+                  [&](auto&... in) {
+                    std::apply(
+                        [&](auto&... part) {
+                          ((ended = ended || !(part = in->next()).has_value()),
+                           ...);
+                        },
+                        parts);
+                  },
+                  ins);
+              if (ended) return std::nullopt;
+              return std::apply(
+                  [](auto&... part) { return E{std::move(*part)...}; }, parts);
+            });
+      },
+      detail::zip_cardinality({datasets.cardinality()...}));
 }
 
 }  // namespace tapeflow::data
 
+#include "tapeflow/data/interleave.hpp"
 #include "tapeflow/data/transforms.hpp"

@@ -3,6 +3,7 @@
 // erasure), and the user-facing Iterator with range-for support.
 #include <concepts>
 #include <cstddef>
+#include <exception>
 #include <functional>
 #include <iterator>
 #include <memory>
@@ -89,6 +90,26 @@ class FnIterator final : public IteratorImpl<T> {
 template <class T, class F>
 std::unique_ptr<IteratorImpl<T>> make_fn_iterator(F f) {
   return std::make_unique<FnIterator<T, F>>(std::move(f));
+}
+
+/** An element, or the exception thrown instead of one; neither: the end. */
+template <class T>
+struct Outcome {
+  std::optional<T> value;
+  std::exception_ptr error;
+  bool is_end() const { return !value && !error; }
+};
+
+/** in.next(), with an exception kept in the outcome (for another thread). */
+template <class T>
+Outcome<T> next_outcome(IteratorImpl<T>& in) {
+  Outcome<T> r;
+  try {
+    r.value = in.next();
+  } catch (...) {
+    r.error = std::current_exception();
+  }
+  return r;
 }
 
 template <class T>

@@ -1,7 +1,6 @@
 #pragma once
 // The stateful and threaded transformations of Dataset<T>: map (sequential
-// or on worker threads), shuffle, cache, interleave, prefetch. Included by
-// dataset.hpp.
+// or on worker threads), shuffle, cache, prefetch. Included by dataset.hpp.
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -13,6 +12,7 @@
 
 #include "tapeflow/data/dataset.hpp"
 #include "tapeflow/data/queue.hpp"
+#include "tapeflow/data/workers.hpp"
 
 namespace tapeflow::data {
 
@@ -33,19 +33,10 @@ class ParallelMapIterator final : public IteratorImpl<Out> {
       : in_(std::move(in)),
         f_(std::move(f)),
         window_limit_(static_cast<size_t>(workers)) {
-    threads_.reserve(static_cast<size_t>(workers));
-    try {
-      for (int64_t i = 0; i < workers; ++i)
-        threads_.emplace_back([this] { work(); });
-    } catch (...) {
-      // No destructor runs after a throwing constructor: join here, or the
-      // joinable threads would terminate the program.
-      stop_and_join();
-      throw;
-    }
+    workers_.start(workers, [this] { work(); });
   }
 
-  ~ParallelMapIterator() override { stop_and_join(); }
+  ~ParallelMapIterator() override { workers_.stop_and_join(); }
 
   std::optional<Out> next() override {
     std::unique_lock lock(mu_);
@@ -67,15 +58,6 @@ class ParallelMapIterator final : public IteratorImpl<Out> {
     std::exception_ptr error;
     bool done = false;
   };
-
-  void stop_and_join() {
-    {
-      std::lock_guard lock(mu_);
-      stop_ = true;
-    }
-    space_.notify_all();
-    for (auto& t : threads_) t.join();
-  }
 
   void work() {
     for (;;) {
@@ -135,7 +117,7 @@ class ParallelMapIterator final : public IteratorImpl<Out> {
   std::condition_variable space_, done_;
   std::deque<std::shared_ptr<Slot>> window_;
   bool input_ended_ = false, stop_ = false;
-  std::vector<std::thread> threads_;  // last: joined before the rest goes
+  Workers workers_{mu_, stop_, space_};  // last: joined before the rest goes
 };
 
 /**
@@ -157,7 +139,7 @@ class PrefetchIterator final : public IteratorImpl<T> {
 
   std::optional<T> next() override {
     if (ended_) return std::nullopt;
-    std::optional<Item> item = queue_.dequeue_or_end();
+    std::optional<Outcome<T>> item = queue_.dequeue_or_end();
     if (item && item->error) std::rethrow_exception(item->error);
     if (!item || !item->value) {
       ended_ = true;
@@ -167,21 +149,11 @@ class PrefetchIterator final : public IteratorImpl<T> {
   }
 
  private:
-  struct Item {
-    std::optional<T> value;
-    std::exception_ptr error;  // neither value nor error: the end
-  };
-
   void run() {
     try {
       for (;;) {
-        Item item;
-        try {
-          item.value = in_->next();
-        } catch (...) {
-          item.error = std::current_exception();
-        }
-        const bool end = !item.value && !item.error;
+        Outcome<T> item = next_outcome(*in_);
+        const bool end = item.is_end();
         queue_.enqueue(std::move(item));
         if (end) return;
       }
@@ -194,7 +166,7 @@ class PrefetchIterator final : public IteratorImpl<T> {
   }
 
   std::unique_ptr<IteratorImpl<T>> in_;
-  FIFOQueue<Item> queue_;
+  FIFOQueue<Outcome<T>> queue_;
   bool ended_ = false;
   std::thread thread_;  // last: started once the rest exists
 };
@@ -241,7 +213,8 @@ Dataset<detail::element_result_t<F, T>> Dataset<T>::map(
               if (!x) return std::nullopt;
               return detail::invoke_element(f, std::move(*x));
             });
-      });
+      },
+      cardinality_);
 }
 
 template <class T>
@@ -255,118 +228,68 @@ Dataset<T> Dataset<T>::shuffle(int64_t buffer_size,
   // Shared by the copies of this dataset: each epoch gets the next number.
   auto epochs = std::make_shared<std::atomic<uint64_t>>(0);
   Dataset up = *this;
-  return Dataset([up, buffer_size, base, reshuffle_each_iteration, epochs] {
-    const uint64_t epoch = epochs->fetch_add(1);
-    const uint64_t s = detail::mix_seed(
-        base ^ (reshuffle_each_iteration ? detail::mix_seed(epoch) : 0));
-    return detail::make_fn_iterator<T>(
-        [in = up.make_impl(), size = static_cast<size_t>(buffer_size),
-         rng = std::mt19937_64(s), buffer = std::vector<T>(),
-         ended = false]() mutable -> std::optional<T> {
-          while (!ended && buffer.size() < size) {
-            std::optional<T> x = in->next();
-            if (!x)
-              ended = true;
-            else
-              buffer.push_back(std::move(*x));
-          }
-          if (buffer.empty()) return std::nullopt;
-          std::uniform_int_distribution<size_t> pick(0, buffer.size() - 1);
-          std::swap(buffer[pick(rng)], buffer.back());
-          T v = std::move(buffer.back());
-          buffer.pop_back();
-          return v;
-        });
-  });
+  return Dataset(
+      [up, buffer_size, base, reshuffle_each_iteration, epochs] {
+        const uint64_t epoch = epochs->fetch_add(1);
+        const uint64_t s = detail::mix_seed(
+            base ^ (reshuffle_each_iteration ? detail::mix_seed(epoch) : 0));
+        return detail::make_fn_iterator<T>(
+            [in = up.make_impl(), size = static_cast<size_t>(buffer_size),
+             rng = std::mt19937_64(s), buffer = std::vector<T>(),
+             ended = false]() mutable -> std::optional<T> {
+              while (!ended && buffer.size() < size) {
+                std::optional<T> x = in->next();
+                if (!x)
+                  ended = true;
+                else
+                  buffer.push_back(std::move(*x));
+              }
+              if (buffer.empty()) return std::nullopt;
+              std::uniform_int_distribution<size_t> pick(0, buffer.size() - 1);
+              std::swap(buffer[pick(rng)], buffer.back());
+              T v = std::move(buffer.back());
+              buffer.pop_back();
+              return v;
+            });
+      },
+      cardinality_);
 }
 
 template <class T>
 Dataset<T> Dataset<T>::cache() const {
   auto state = std::make_shared<detail::CacheState<T>>();
   Dataset up = *this;
-  return Dataset([up, state]() -> std::unique_ptr<IteratorImpl<T>> {
-    {
-      std::lock_guard lock(state->mu);
-      if (state->complete)
-        // Complete values are never written again: read without the lock.
-        return detail::make_fn_iterator<T>(
-            [state, i = size_t{0}]() mutable -> std::optional<T> {
-              if (i == state->values.size()) return std::nullopt;
-              return state->values[i++];
-            });
-    }
-    return detail::make_fn_iterator<T>(
-        [state, in = up.make_impl(),
-         seen = std::vector<T>()]() mutable -> std::optional<T> {
-          if (!in) return std::nullopt;
-          std::optional<T> x = in->next();
-          if (x) {
-            seen.push_back(*x);
-            return x;
-          }
-          in.reset();
+  return Dataset(
+      [up, state]() -> std::unique_ptr<IteratorImpl<T>> {
+        {
           std::lock_guard lock(state->mu);
-          if (!state->complete) {
-            state->values = std::move(seen);
-            state->complete = true;
-          }
-          return std::nullopt;
-        });
-  });
-}
-
-template <class T>
-template <class F>
-auto Dataset<T>::interleave(F f, int64_t cycle_length,
-                            int64_t block_length) const {
-  using Inner = detail::element_result_t<F, T>;
-  using U = typename Inner::element_type;
-  static_assert(std::is_same_v<Inner, Dataset<U>>,
-                "interleave's function must return a Dataset");
-  if (cycle_length < 1 || block_length < 1)
-    throw ValueError(
-        "[interleave] expected cycle_length >= 1 and block_length >= 1, got " +
-        std::to_string(cycle_length) + " and " + std::to_string(block_length));
-  Dataset up = *this;
-  return Dataset<U>([up, f, cycle_length, block_length] {
-    // tf.data's InterleaveDataset order: a slot gives block_length elements,
-    // then the cycle moves on; an empty slot takes the next input element's
-    // dataset and is read at once; an exhausted one moves the cycle on.
-    return detail::make_fn_iterator<U>(
-        [in = up.make_impl(), f, block_length,
-         cycle = std::vector<std::unique_ptr<IteratorImpl<U>>>(
-             static_cast<size_t>(cycle_length)),
-         index = size_t{0}, in_block = int64_t{0}, open = size_t{0},
-         input_ended = false]() mutable -> std::optional<U> {
-          auto advance = [&] {
-            in_block = 0;
-            index = (index + 1) % cycle.size();
-          };
-          while (!input_ended || open > 0) {
-            if (cycle[index]) {
-              if (std::optional<U> x = cycle[index]->next()) {
-                if (++in_block == block_length) advance();
+          if (state->complete)
+            // Complete values are never written again: read without the lock.
+            return detail::make_fn_iterator<T>(
+                [state, i = size_t{0}]() mutable -> std::optional<T> {
+                  if (i == state->values.size()) return std::nullopt;
+                  return state->values[i++];
+                });
+        }
+        return detail::make_fn_iterator<T>(
+            [state, in = up.make_impl(),
+             seen = std::vector<T>()]() mutable -> std::optional<T> {
+              if (!in) return std::nullopt;
+              std::optional<T> x = in->next();
+              if (x) {
+                seen.push_back(*x);
                 return x;
               }
-              cycle[index].reset();
-              --open;
-              advance();
-            } else if (!input_ended) {
-              std::optional<T> x = in->next();
-              if (!x) {
-                input_ended = true;
-              } else {
-                cycle[index] =
-                    detail::invoke_element(f, std::move(*x)).make_impl();
-                ++open;
+              in.reset();
+              std::lock_guard lock(state->mu);
+              if (!state->complete) {
+                state->values = std::move(seen);
+                state->complete = true;
               }
-            } else {
-              advance();
-            }
-          }
-          return std::nullopt;
-        });
-  });
+              return std::nullopt;
+            });
+      },
+      cardinality_);
 }
 
 template <class T>
@@ -375,10 +298,12 @@ Dataset<T> Dataset<T>::prefetch(int64_t buffer_size) const {
     throw ValueError("[prefetch] expected buffer_size >= 1, got " +
                      std::to_string(buffer_size));
   Dataset up = *this;
-  return Dataset([up, buffer_size]() -> std::unique_ptr<IteratorImpl<T>> {
-    return std::make_unique<detail::PrefetchIterator<T>>(up.make_impl(),
-                                                         buffer_size);
-  });
+  return Dataset(
+      [up, buffer_size]() -> std::unique_ptr<IteratorImpl<T>> {
+        return std::make_unique<detail::PrefetchIterator<T>>(up.make_impl(),
+                                                             buffer_size);
+      },
+      cardinality_);
 }
 
 }  // namespace tapeflow::data
