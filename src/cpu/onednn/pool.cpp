@@ -178,6 +178,17 @@ void max_pool_scatter(const MaxPoolScatter& op, Inputs in, Tensor& out) {
   max_pool_scatter_direct(op, in, out);
 }
 
+void max_pool_gather(const MaxPoolGather& op, Inputs in, Tensor& out) {
+  if (out.dtype() == float32 && out.numel() > 0 &&
+      max_pool_2x2_applies(op.w, in[0].shape(), float32)) {
+    const Tensor gx = dense(in[0]), ws = dense(in[1]);
+    return max_pool_2x2_gather(static_cast<const float*>(gx.raw_data()),
+                               static_cast<const int32_t*>(ws.raw_data()),
+                               static_cast<float*>(out.raw_data()), gx.shape());
+  }
+  max_pool_gather_direct(op, in, out);
+}
+
 void avg_pool_grad(const AvgPoolGrad& op, Inputs in, Tensor& out) {
   if (out.numel() == 0) return;
   if (out.dtype() != float32) return avg_pool_grad_direct(op, in, out);
@@ -204,7 +215,7 @@ void register_pool(Registry& r) {
   r.set<AvgPool>(cpu, avg_pool, "onednn");
   r.set<AvgPoolGrad>(cpu, avg_pool_grad, "onednn");
   r.set<MaxPoolScatter>(cpu, max_pool_scatter, "xsimd");
-  r.set<MaxPoolGather>(cpu, max_pool_gather_direct, "direct");
+  r.set<MaxPoolGather>(cpu, max_pool_gather, "xsimd");
   r.set<MaxPoolArgmax>(cpu, max_pool_argmax_direct, "direct");
 }
 
