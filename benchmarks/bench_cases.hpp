@@ -112,6 +112,10 @@ void onednn_batch_norm(benchmark::State& state, bool train);
 // the mnist_cnn / mnist_softmax model on a fixed random batch.
 void tf_train_step_cnn(benchmark::State& state);
 void tf_train_step_softmax(benchmark::State& state);
+// adam_update (bench_optim.cpp): one Adam step over mnist_cnn's parameters,
+// against a loop with its access pattern (bytes/s).
+void tf_adam_update(benchmark::State& state);
+void stream_adam_update(benchmark::State& state);
 // tfrecord_read (bench_records.cpp): one pass over a 128 MiB TFRecord file of
 // 1 KiB records, by TFRecordReader and by plain read() (counters: bytes/s,
 // items = records/s).
