@@ -16,6 +16,7 @@
 // plain-layout kernel is several times slower); see max_pool2d_* in the
 // benchmarks.
 #include <algorithm>
+#include <utility>
 
 #include "cpu/nn_direct.hpp"
 #include "cpu/parallel.hpp"
@@ -64,35 +65,28 @@ template <class V>
   return xsimd::swizzle(v, xsimd::make_batch_constant<Lanes, Blockwise>());
 }
 
-[[gnu::always_inline]] inline __m128 shuffle_even(__m128 a, __m128 b) {
-  return _mm_shuffle_ps(a, b, 0x88);
+/**
+ * Element of the pair (a, b) of 2n elements that lane i of the block-wise
+ * deinterleave takes: an even one (kOdd 0) or an odd one (kOdd 1).
+ */
+template <int kOdd>
+constexpr int deinterleaved(int i, int n) {
+  return (i % 4 < 2 ? 0 : n) + 4 * (i / 4) + 2 * (i % 2) + kOdd;
 }
-[[gnu::always_inline]] inline __m128 shuffle_odd(__m128 a, __m128 b) {
-  return _mm_shuffle_ps(a, b, 0xDD);
+/** One shuffle of a and b; for every width GCC emits a single shufps. */
+template <int kOdd, size_t... I>
+[[gnu::always_inline]] inline B take_half(const B& a, const B& b,
+                                          std::index_sequence<I...>) {
+  return B(
+      __builtin_shufflevector(a.data, b.data, deinterleaved<kOdd>(I, L)...));
 }
-#if defined(__AVX__)
-[[gnu::always_inline]] inline __m256 shuffle_even(__m256 a, __m256 b) {
-  return _mm256_shuffle_ps(a, b, 0x88);
-}
-[[gnu::always_inline]] inline __m256 shuffle_odd(__m256 a, __m256 b) {
-  return _mm256_shuffle_ps(a, b, 0xDD);
-}
-#endif
-#if defined(__AVX512F__)
-[[gnu::always_inline]] inline __m512 shuffle_even(__m512 a, __m512 b) {
-  return _mm512_shuffle_ps(a, b, 0x88);
-}
-[[gnu::always_inline]] inline __m512 shuffle_odd(__m512 a, __m512 b) {
-  return _mm512_shuffle_ps(a, b, 0xDD);
-}
-#endif
 
 /** The even and the odd elements of p[0, 2L), in block-wise order. */
 [[gnu::always_inline]] inline void deinterleave(const float* p, B& even,
                                                 B& odd) {
   const B a = B::load_unaligned(p), b = B::load_unaligned(p + L);
-  even = B(shuffle_even(a.data, b.data));
-  odd = B(shuffle_odd(a.data, b.data));
+  even = take_half<0>(a, b, std::make_index_sequence<L>());
+  odd = take_half<1>(a, b, std::make_index_sequence<L>());
 }
 
 /** What a batch computes. */
