@@ -1,10 +1,11 @@
 // Pooling: float32 through oneDNN (primitives and memory objects cached per
 // thread by geometry), other dtypes through the direct loops; float32 max
-// pooling 2x2/2 through the xsimd kernels of max_pool_2x2.cpp, which beat
-// oneDNN's plain-layout ones severalfold. oneDNN's max-pool workspace (u8 or
-// s32 window indices) is widened into MaxPool's int32 one; the max-pool
-// gradient scatters through it (direct loops: oneDNN's plain-layout backward
-// is slower than a scatter).
+// pooling 2x2/2 without padding (forward, gradient scatter and its gather)
+// through the xsimd kernels of max_pool_2x2.cpp, which beat oneDNN's
+// plain-layout ones severalfold. oneDNN's max-pool workspace (u8 or s32
+// window indices) is widened into MaxPool's int32 one; the max-pool gradient
+// scatters through it (direct loops: oneDNN's plain-layout backward is
+// slower than a scatter).
 #include <omp.h>
 
 #include <dnnl.hpp>
