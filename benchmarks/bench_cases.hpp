@@ -114,6 +114,10 @@ void onednn_batch_norm(benchmark::State& state, bool train);
 // precision `medium` (tapeflow) and CPU autocast to bfloat16 (libtorch).
 void tf_train_step_cnn(benchmark::State& state, bool bf16_products);
 void tf_train_step_softmax(benchmark::State& state);
+// adam_update (bench_optim.cpp): one Adam step over mnist_cnn's parameters,
+// against a loop with its access pattern (bytes/s).
+void tf_adam_update(benchmark::State& state);
+void stream_adam_update(benchmark::State& state);
 // tfrecord_read (bench_records.cpp): one pass over a 128 MiB TFRecord file of
 // 1 KiB records, by TFRecordReader and by plain read() (counters: bytes/s,
 // items = records/s).

@@ -7,8 +7,8 @@
 // otherwise use every core whatever the setting).
 // Every case is registered here, in case order, so that the implementations
 // of one case run back to back: `<case>/<impl>`, impl one of tapeflow,
-// libtorch, onednn, raw_read. All timings are wall-clock (UseRealTime): the
-// kernels run on OpenMP threads that a CPU-time clock of the main thread
+// libtorch, onednn, raw_read, stream. All timings are wall-clock (UseRealTime):
+// the kernels run on OpenMP threads that a CPU-time clock of the main thread
 // would miss.
 #include <dlfcn.h>
 #include <omp.h>
@@ -133,6 +133,9 @@ void register_all() {
       reg(name + "/libtorch", kMillisecond, torch_peer::batch_norm, train);
     reg(name + "/onednn", kMillisecond, onednn_batch_norm, train);
   }
+  // One Adam update of the CNN's parameters, against its bandwidth bound.
+  reg("adam_update/tapeflow", kMicrosecond, tf_adam_update);
+  reg("adam_update/stream", kMicrosecond, stream_adam_update);
   // Training steps of the MNIST samples' models (counter images: images/s).
   for (bool bf16 : {false, true}) {
     const std::string name = bf16 ? "train_step_cnn_bf16" : "train_step_cnn";

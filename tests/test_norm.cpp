@@ -180,6 +180,51 @@ TEST_CASE("fused_batch_norm on long rows: vector batches, streaming stores") {
   for (int i = 0; i < 3; ++i) CHECK_CLOSE(r32[i], r64[i], 1e-4, 1e-5);
 }
 
+TEST_CASE("fused_batch_norm gradient by channels: gradcheck, composite") {
+  // At least four channels a thread and rows of 1 KiB or more: the gradient
+  // takes both passes channel by channel. float64 gradcheck on a small
+  // tensor, then 8 MiB of float32 (non-temporal stores) and float64 against
+  // the composite batch_normalization of moments, differentiated by the tape.
+  const int threads = tpf::config::intra_op_threads();
+  tpf::config::set_intra_op_threads(2);
+  const auto x = uniform64({2, 8, 16, 16}) * 2.0 + 0.5;
+  const auto scale = uniform64({8}, 0.5, 1.5), offset = uniform64({8});
+  const auto why = testing::gradcheck(
+      [](const Ts& in) {
+        return nn::fused_batch_norm(in[0], in[1], in[2], 1e-3).y;
+      },
+      {x, scale, offset});
+  CHECK_MESSAGE(why.empty(), why);
+  const auto big = uniform64({4, 16, 128, 257}) * 2.0 + 0.5;
+  const auto s16 = uniform64({16}, 0.5, 1.5), o16 = uniform64({16});
+  const auto dy = uniform64(big.shape());
+  auto run = [&](tpf::DType dt, bool fused) {
+    Ts in{big.cast(dt), s16.cast(dt), o16.cast(dt)};
+    tpf::GradientTape tape;
+    for (auto& t : in) tape.watch(t);
+    tpf::Tensor y;
+    if (fused) {
+      y = nn::fused_batch_norm(in[0], in[1], in[2], 1e-3).y;
+    } else {
+      const auto [m, v] = nn::moments(in[0], {0, 2, 3}, true);
+      y = nn::batch_normalization(in[0], m, v,
+                                  tpf::reshape(in[2], {1, 16, 1, 1}),
+                                  tpf::reshape(in[1], {1, 16, 1, 1}), 1e-3);
+    }
+    Ts out = tape.gradient(y, in, {dy.cast(dt)});
+    for (auto& t : out) t = t.cast(tpf::float64);
+    return out;
+  };
+  const auto composite = run(tpf::float64, false);
+  const auto r64 = run(tpf::float64, true), r32 = run(tpf::float32, true);
+  for (int i = 0; i < 3; ++i) {
+    CAPTURE(i);
+    CHECK_CLOSE(r64[i], composite[i], 1e-8, 1e-9);
+    CHECK_CLOSE(r32[i], r64[i], 1e-3, 1e-4);
+  }
+  tpf::config::set_intra_op_threads(threads);
+}
+
 TEST_CASE("moments, batch_normalization and layer_normalization") {
   const auto x = uniform64({4, 3, 5});
   const auto [m, v] = nn::moments(x, {0, 2}, false);

@@ -227,6 +227,72 @@ TEST_CASE("float32 max pooling kernels route gradients like float64's") {
   }
 }
 
+TEST_CASE("float32 2x2 max pooling equals the float64 direct loops") {
+  // Narrow rows (fewer outputs than a vector holds), odd extents, rows
+  // shorter than a vector, and enough planes that three threads split them
+  // (their last row pairs go through a padded copy). Values on a grid of
+  // three, so windows hold ties; float32 holds every value exactly, so the
+  // xsimd kernels must match the direct loops bit for bit: forward, the
+  // gradient's scatter and the second order's gather.
+  const tpf::Shape shapes[] = {{2, 3, 14, 14}, {2, 3, 6, 7},   {2, 3, 7, 6},
+                               {2, 3, 7, 7},   {1, 2, 2, 2},   {1, 3, 3, 3},
+                               {2, 2, 5, 37},  {2, 3, 4, 33},  {4, 130, 14, 14},
+                               {8, 140, 7, 9}, {4, 2800, 2, 3}};
+  const nn::PoolOptions o{{2, 2}, {2, 2}};
+  const int threads = tpf::config::intra_op_threads();
+  tpf::config::set_intra_op_threads(3);
+  for (const tpf::Shape& shape : shapes) {
+    CAPTURE(shape.str());
+    const auto x = uniform64(shape, 0.0, 3.0).cast(tpf::int32);
+    const auto y64 = nn::max_pool2d(x.cast(tpf::float64), o);
+    const auto dy = uniform64(y64.shape()).cast(tpf::float32);
+    const auto h = uniform64(shape).cast(tpf::float32);
+    auto grads = [&](tpf::DType dt) {
+      const auto xd = x.cast(dt), dyd = dy.cast(dt), hd = h.cast(dt);
+      tpf::GradientTape outer;
+      outer.watch(dyd);
+      tpf::GradientTape tape;
+      tape.watch(xd);
+      const auto y = nn::max_pool2d(xd, o);
+      const auto dx = tape.gradient(y, {xd}, {dyd})[0];
+      const auto gather = outer.gradient(dx, {dyd}, {hd})[0];
+      return std::vector<std::vector<double>>{
+          y.cast(tpf::float64).to_vector<double>(),
+          dx.cast(tpf::float64).to_vector<double>(),
+          gather.cast(tpf::float64).to_vector<double>()};
+    };
+    const auto r32 = grads(tpf::float32), r64 = grads(tpf::float64);
+    CHECK(r32[0] == y64.to_vector<double>());
+    CHECK(r32[0] == r64[0]);
+    CHECK(r32[1] == r64[1]);
+    CHECK(r32[2] == r64[2]);
+  }
+  tpf::config::set_intra_op_threads(threads);
+}
+
+TEST_CASE("2x2 max pooling of an odd plane by hand") {
+  // 3x5 plane: windows cover rows 0-1 and columns 0-3; row 2 and column 4
+  // take no gradient. The ties (window 1: 7 at indices 1 and 2) go to the
+  // first in row-major order.
+  const std::vector<double> v{1, 4, 2, 7, 9,  //
+                              3, 2, 7, 5, 9,  //
+                              9, 9, 9, 9, 9};
+  for (tpf::DType dt : {tpf::float32, tpf::float64}) {
+    const auto x = tpf::from_vector(v, {1, 1, 3, 5}).cast(dt);
+    tpf::GradientTape tape;
+    tape.watch(x);
+    const auto y = nn::max_pool2d(x, {{2, 2}, {2, 2}});
+    const auto dx = tape.gradient(
+        y, {x}, {tpf::from_vector<double>({10, 20}, {1, 1, 1, 2}).cast(dt)})[0];
+    CHECK(y.cast(tpf::float64).to_vector<double>() ==
+          std::vector<double>{4, 7});
+    CHECK(dx.cast(tpf::float64).to_vector<double>() ==
+          std::vector<double>{0, 10, 0, 20, 0,  //
+                              0, 0, 0, 0, 0,    //
+                              0, 0, 0, 0, 0});
+  }
+}
+
 TEST_CASE("2x2 max pooling of equal values routes to each window's corner") {
   // All values tie, so dx holds dy at (2i, 2j) of every plane, 0 elsewhere.
   for (tpf::DType dt : {tpf::float32, tpf::float64}) {

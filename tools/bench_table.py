@@ -28,7 +28,7 @@ import subprocess
 import sys
 import tempfile
 
-PEERS = ["libtorch", "onednn", "raw_read"]
+PEERS = ["libtorch", "onednn", "raw_read", "stream"]
 UNIT_NS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
 
 

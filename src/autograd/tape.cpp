@@ -258,14 +258,15 @@ std::vector<Tensor> GradientTape::gradient(
   }
   const int32_t target_slot = target.impl()->marks.find(s.serial);
   if (target_slot >= 0) {
-    Tensor seed = ones_like(target);
-    if (!output_gradients.empty()) {
-      seed = output_gradients[0];
+    if (output_gradients.empty()) {
+      grads[target_slot] = ones_like(target);
+    } else {
+      const Tensor& seed = output_gradients[0];
       if (!(seed.shape() == target.shape()))
         throw ShapeError("[gradient] expected output_gradients of shape " +
                          target.shape().str() + ", got " + seed.shape().str());
+      grads[target_slot] = seed;
     }
-    grads[target_slot] = seed;
   }
 
   for (auto it = s.entries.rbegin(); it != s.entries.rend(); ++it) {

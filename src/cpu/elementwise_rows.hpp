@@ -17,6 +17,31 @@ inline constexpr bool kSimd =
 /** Outputs larger than this are written around the cache (see store_row). */
 inline constexpr int64_t kStreamingBytes = int64_t{8} << 20;
 
+// Non-temporal stores of one register, by width (overloads, so that each
+// width's intrinsic is only named where the build has it).
+inline void stream(float* p, __m128 v) {
+  _mm_stream_ps(p, v);
+}
+inline void stream(double* p, __m128d v) {
+  _mm_stream_pd(p, v);
+}
+#if defined(__AVX__)
+inline void stream(float* p, __m256 v) {
+  _mm256_stream_ps(p, v);
+}
+inline void stream(double* p, __m256d v) {
+  _mm256_stream_pd(p, v);
+}
+#endif
+#if defined(__AVX512F__)
+inline void stream(float* p, __m512 v) {
+  _mm512_stream_ps(p, v);
+}
+inline void stream(double* p, __m512d v) {
+  _mm512_stream_pd(p, v);
+}
+#endif
+
 /**
  * Writes n results f(i) (as batches) to contiguous `out`. Rows of a large
  * output use non-temporal stores: the destination lines are not read first,
@@ -33,29 +58,7 @@ void store_row(T* out, int64_t n, bool streaming, BatchAt batch_at,
     constexpr uintptr_t align = sizeof(B);
     for (; i < n && reinterpret_cast<uintptr_t>(out + i) % align; ++i)
       out[i] = scalar_at(i);
-    for (; i + W <= n; i += W) {
-      const auto v = batch_at(i).data;
-#if defined(__AVX512F__)
-      if constexpr (sizeof(B) == 64) {
-        if constexpr (std::is_same_v<T, float>)
-          _mm512_stream_ps(out + i, v);
-        else
-          _mm512_stream_pd(out + i, v);
-        continue;
-      }
-#endif
-      if constexpr (sizeof(B) == 32) {
-        if constexpr (std::is_same_v<T, float>)
-          _mm256_stream_ps(out + i, v);
-        else
-          _mm256_stream_pd(out + i, v);
-      } else {
-        if constexpr (std::is_same_v<T, float>)
-          _mm_stream_ps(out + i, v);
-        else
-          _mm_stream_pd(out + i, v);
-      }
-    }
+    for (; i + W <= n; i += W) stream(out + i, batch_at(i).data);
     _mm_sfence();
   } else {
     for (; i + W <= n; i += W) batch_at(i).store_unaligned(out + i);

@@ -5,6 +5,7 @@
 #include "core/dtype_dispatch.hpp"
 #include "core/philox.hpp"
 #include "cpu/strided_loop.hpp"
+#include "cpu/xsimd_config.hpp"
 #include "ops/elementwise_ops.hpp"
 
 namespace tapeflow::cpu {
@@ -52,24 +53,109 @@ void full(const Full& op, Inputs, Tensor& out) {
   });
 }
 
+using U32 = xsimd::batch<uint32_t>;
+using U64 = xsimd::batch<uint64_t>;
+constexpr int64_t kLanes = U32::size;
+
+// 64-bit products of the even 32-bit lanes (pmuludq), by register width:
+// xsimd has only the full 64 x 64-bit product, three times the work.
+inline __m128i mul_even(__m128i a, __m128i b) {
+  return _mm_mul_epu32(a, b);
+}
+#if defined(__AVX2__)
+inline __m256i mul_even(__m256i a, __m256i b) {
+  return _mm256_mul_epu32(a, b);
+}
+#endif
+#if defined(__AVX512F__)
+inline __m512i mul_even(__m512i a, __m512i b) {
+  return _mm512_mul_epu32(a, b);
+}
+#endif
+
+struct OddLane {
+  static constexpr bool get(uint32_t i, uint32_t) { return i % 2; }
+};
+struct LaneIndex {
+  static constexpr uint32_t get(uint32_t i, uint32_t) { return i; }
+};
+
+/** High and low words of a * m, lane by lane. */
+[[gnu::always_inline]] inline void mul_hi_lo(const U32& a, const U32& m,
+                                             U32& hi, U32& lo) {
+  constexpr auto odd = xsimd::make_batch_bool_constant<U32, OddLane>();
+  const U64 even_p(mul_even(a, m));
+  const U64 odd_p(mul_even(xsimd::bitwise_cast<U64>(a) >> 32, m));
+  hi = xsimd::select(odd, xsimd::bitwise_cast<U32>(odd_p),
+                     xsimd::bitwise_cast<U32>(even_p >> 32));
+  lo = a * m;
+}
+
+/**
+ * philox4x32 (core/philox.hpp) of the counters c, c + 1, ..., one per lane,
+ * into w[word][lane]: bit for bit the same words, ~4x faster than one
+ * counter at a time (the multiplies dominate either way).
+ */
+void philox_lanes(uint64_t c, uint64_t key, uint32_t (&w)[4][kLanes]) {
+  U32 c0 = U32(static_cast<uint32_t>(c)) +
+           U32(xsimd::make_batch_constant<U32, LaneIndex>());
+  U32 c1 = U32(static_cast<uint32_t>(c >> 32)), c2(0u), c3(0u);
+  uint32_t k0 = static_cast<uint32_t>(key),
+           k1 = static_cast<uint32_t>(key >> 32);
+  for (int round = 0; round < 10; ++round) {
+    U32 hi0, lo0, hi1, lo1;
+    mul_hi_lo(c0, U32(0xD2511F53u), hi0, lo0);
+    mul_hi_lo(c2, U32(0xCD9E8D57u), hi1, lo1);
+    c0 = hi1 ^ c1 ^ U32(k0);
+    c1 = lo1;
+    c2 = hi0 ^ c3 ^ U32(k1);
+    c3 = lo0;
+    k0 += 0x9E3779B9;
+    k1 += 0xBB67AE85;
+  }
+  c0.store_aligned(w[0]);
+  c1.store_aligned(w[1]);
+  c2.store_aligned(w[2]);
+  c3.store_aligned(w[3]);
+}
+
+/** The four words of lane j, indexed like philox4x32's result. */
+struct Lane {
+  const uint32_t (&w)[4][kLanes];
+  int64_t j;
+  uint32_t operator[](int k) const { return w[k][j]; }
+};
+
 template <class Gen>
 void fill_random(Tensor& out, uint64_t seed, uint64_t offset, Gen gen) {
   dispatch_floating(out.dtype(), "random", [&](auto tag) {
     using T = decltype(tag);
     T* o = static_cast<T*>(out.raw_data());
     parallel_for(out.numel(), 4096, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i)
+      int64_t i = b;
+      // Lanes of one call share the counter's high word, so a batch whose
+      // low words would wrap around takes the scalar path.
+      for (; i + kLanes <= e; i += kLanes) {
+        const uint64_t c = offset + i;
+        if (static_cast<uint32_t>(c) > UINT32_MAX - (kLanes - 1)) break;
+        alignas(64) uint32_t w[4][kLanes];
+        philox_lanes(c, seed, w);
+        for (int64_t j = 0; j < kLanes; ++j)
+          o[i + j] = static_cast<T>(gen(Lane{w, j}, T{}));
+      }
+      for (; i < e; ++i)
         o[i] = static_cast<T>(gen(philox4x32(offset + i, seed), T{}));
     });
   });
 }
 
 void random_uniform(const RandomUniform& op, Inputs, Tensor& out) {
-  fill_random(out, op.seed, op.offset, [&](const auto& w, auto tag) {
+  const double lo = op.lo, span = op.hi - op.lo;
+  fill_random(out, op.seed, op.offset, [lo, span](const auto& w, auto tag) {
     const double u = std::is_same_v<decltype(tag), float>
                          ? unit_float(w[0])
                          : unit_double(w[0], w[1]);
-    return op.lo + (op.hi - op.lo) * u;
+    return lo + span * u;
   });
 }
 

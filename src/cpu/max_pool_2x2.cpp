@@ -1,12 +1,22 @@
-// float32 max pooling with 2x2 windows, stride 2 and no padding on even
-// planes, in xsimd batches over plain NCHW. The input is then a run of row
-// pairs (2 x W) each pooled into one output row, so the loops need no plane
-// arithmetic. Measured against oneDNN 2.6 on 64x32x28x28 (1 thread, CPU
-// time): forward 120 us against 350 us for its plain-layout kernel and 125 to
-// 155 us for its blocked nChw16c one (whose reorders alone would cost another
-// 300 us); forward with workspace plus gradient 300 us against 390 us
-// blocked and 1.1 ms plain.
+// float32 max pooling with 2x2 windows, stride 2 and no padding over plain
+// NCHW, in xsimd batches along the rows of windows: its forward (with or
+// without the workspace), the gradient's scatter and the second-order
+// gather. Each pair of input rows (2 x W) pools into one output row, and the
+// output rows of all planes form one contiguous run. A row of at least L
+// windows takes batches of L (the last one overlapping its predecessor
+// rather than running a scalar tail); a narrower row takes one batch whose
+// surplus lanes read the rows that follow and write outputs that the next
+// row pair overwrites, except near the end of a thread's planes, where the
+// row pair goes through a zero-padded copy. Odd H and W leave a row and a
+// column in no window.
+//
+// On 64x32x28x28, 1 thread, AVX2 build: forward 93 us, forward with the
+// workspace plus the gradient 380 us, against 108 and 357 us for oneDNN 2.6's
+// AVX-512 kernel on data already in its blocked nChw16c layout (its
+// plain-layout kernel is several times slower); see max_pool2d_* in the
+// benchmarks.
 #include <algorithm>
+#include <utility>
 
 #include "cpu/nn_direct.hpp"
 #include "cpu/parallel.hpp"
@@ -17,81 +27,209 @@ namespace {
 
 using B = xsimd::batch<float>;
 using Index = xsimd::batch<int32_t>;
-using Mask = xsimd::batch<uint32_t>;
+using Lanes = xsimd::batch<uint32_t>;
 constexpr int64_t L = B::size;
 
-// Lane patterns, as generators for xsimd's compile-time constants.
-struct Even {
-  static constexpr uint32_t get(uint32_t i, uint32_t n) { return 2 * i % n; }
-};
-struct Odd {
-  static constexpr uint32_t get(uint32_t i, uint32_t n) {
-    return (2 * i + 1) % n;
+// x86 shuffles work within 128-bit blocks, so the one-instruction
+// deinterleave below (shufps) leaves block j of its result holding the
+// outputs 2j, 2j+1, L/2 + 2j and L/2 + 2j + 1. All per-window arithmetic runs
+// in that order, and one permute per stored result restores the natural one:
+// a full-width permute per input register, as xsimd's swizzle does, made the
+// kernels shuffle-bound. unpacklo/unpackhi (xsimd's zip_lo/zip_hi on x86)
+// interleave from the same order, which is what the scatter needs.
+
+/** Output held by lane p of the block-wise order. */
+struct Blockwise {
+  static constexpr uint32_t get(uint32_t p, uint32_t n) {
+    return (p % 4 < 2 ? 0 : n / 2 - 2) + 2 * (p / 4) + p % 4;
   }
 };
-struct LowHalf {
-  static constexpr bool get(uint32_t i, uint32_t n) { return i < n / 2; }
-};
-struct RepeatLow {
-  static constexpr uint32_t get(uint32_t i, uint32_t) { return i / 2; }
-};
-struct RepeatHigh {
-  static constexpr uint32_t get(uint32_t i, uint32_t n) {
-    return n / 2 + i / 2;
+/** Lane of the block-wise order that holds output o. */
+struct Natural {
+  static constexpr uint32_t get(uint32_t o, uint32_t n) {
+    return o < n / 2 ? 4 * (o / 2) + o % 2 : 4 * ((o - n / 2) / 2) + 2 + o % 2;
   }
 };
 
 // The batch helpers are forced inline: GCC kept them out of line, and the
 // batches then went through the stack (3x slower).
 
-/** The even and the odd elements of p[0, 2L). */
-[[gnu::always_inline]] inline void deinterleave(const float* p, B& even,
-                                                B& odd) {
-  constexpr auto ev = xsimd::make_batch_constant<Mask, Even>();
-  constexpr auto od = xsimd::make_batch_constant<Mask, Odd>();
-  constexpr auto low = xsimd::make_batch_bool_constant<B, LowHalf>();
-  const B a = B::load_unaligned(p), b = B::load_unaligned(p + L);
-  even = xsimd::select(low, xsimd::swizzle(a, ev), xsimd::swizzle(b, ev));
-  odd = xsimd::select(low, xsimd::swizzle(a, od), xsimd::swizzle(b, od));
+template <class V>
+[[gnu::always_inline]] inline V to_natural(const V& v) {
+  if constexpr (L == 4) return v;  // one block: already in order
+  return xsimd::swizzle(v, xsimd::make_batch_constant<Lanes, Natural>());
+}
+template <class V>
+[[gnu::always_inline]] inline V to_blockwise(const V& v) {
+  if constexpr (L == 4) return v;
+  return xsimd::swizzle(v, xsimd::make_batch_constant<Lanes, Blockwise>());
 }
 
 /**
- * Pools L windows whose rows start at r0 and r1 into y, and with kWs their
- * window indices into ws. Strict > keeps the first maximum.
+ * Element of the pair (a, b) of 2n elements that lane i of the block-wise
+ * deinterleave takes: an even one (kOdd 0) or an odd one (kOdd 1).
  */
-template <bool kWs>
+template <int kOdd>
+constexpr int deinterleaved(int i, int n) {
+  return (i % 4 < 2 ? 0 : n) + 4 * (i / 4) + 2 * (i % 2) + kOdd;
+}
+/** One shuffle of a and b; for every width GCC emits a single shufps. */
+template <int kOdd, size_t... I>
+[[gnu::always_inline]] inline B take_half(const B& a, const B& b,
+                                          std::index_sequence<I...>) {
+  return B(
+      __builtin_shufflevector(a.data, b.data, deinterleaved<kOdd>(I, L)...));
+}
+
+/** The even and the odd elements of p[0, 2L), in block-wise order. */
+[[gnu::always_inline]] inline void deinterleave(const float* p, B& even,
+                                                B& odd) {
+  const B a = B::load_unaligned(p), b = B::load_unaligned(p + L);
+  even = take_half<0>(a, b, std::make_index_sequence<L>());
+  odd = take_half<1>(a, b, std::make_index_sequence<L>());
+}
+
+/** What a batch computes. */
+enum class Pass { max, max_ws, gather };
+
+/**
+ * One batch of L windows whose rows start at r0 and r1. max: their maxima
+ * into y; max_ws: also each maximum's index within its window into ws
+ * (strict > keeps the first maximum); gather: the element at index ws of
+ * each window into y.
+ */
+template <Pass kPass, class I>
 [[gnu::always_inline]] inline void pool_batch(const float* r0, const float* r1,
-                                              float* y, int32_t* ws) {
+                                              float* y, I* ws) {
   B e0, o0, e1, o1;
   deinterleave(r0, e0, o0);
   deinterleave(r1, e1, o1);
-  B m = e0, k(0.f);
-  auto take = [&](const B& v, float i) {
-    const auto gt = v > m;
-    m = xsimd::select(gt, v, m);
-    if constexpr (kWs) k = xsimd::select(gt, B(i), k);
-  };
-  take(o0, 1.f);
-  take(e1, 2.f);
-  take(o1, 3.f);
-  m.store_unaligned(y);
-  if constexpr (kWs) xsimd::batch_cast<int32_t>(k).store_unaligned(ws);
+  B m = e0;
+  if constexpr (kPass == Pass::gather) {
+    const B k =
+        to_blockwise(xsimd::batch_cast<float>(Index::load_unaligned(ws)));
+    m = xsimd::select(k == B(1.f), o0, m);
+    m = xsimd::select(k == B(2.f), e1, m);
+    m = xsimd::select(k == B(3.f), o1, m);
+  } else {
+    B k(0.f);
+    // x86's max(v, m) is v > m ? v : m (m on ties and NaNs): one instruction
+    // for select(v > m, v, m).
+    auto take = [&](const B& v, float i) {
+      if constexpr (kPass == Pass::max_ws) k = xsimd::select(v > m, B(i), k);
+      m = xsimd::max(v, m);
+    };
+    take(o0, 1.f);
+    take(e1, 2.f);
+    take(o1, 3.f);
+    if constexpr (kPass == Pass::max_ws)
+      xsimd::batch_cast<int32_t>(to_natural(k)).store_unaligned(ws);
+  }
+  to_natural(m).store_unaligned(y);
 }
 
 /**
- * First output of the batch after the one at `o` in a row of `ow` >= L
- * outputs, or -1 past the end. The last batch overlaps its predecessor
- * rather than running a scalar tail (both write the same values there).
+ * The gradient of one batch: dy[i] into the element ws[i] of window i, zeros
+ * into the other three, over rows top and bottom (2L elements each). The
+ * gradients are moved as int32 bits, so the masks come from integer
+ * compares with no conversion of the indices.
+ */
+[[gnu::always_inline]] inline void scatter_batch(const float* dy,
+                                                 const int32_t* ws, float* top,
+                                                 float* bottom) {
+  const Index g =
+      xsimd::bitwise_cast<Index>(to_blockwise(B::load_unaligned(dy)));
+  const Index k = to_blockwise(Index::load_unaligned(ws));
+  auto at = [&](int32_t i) {
+    return xsimd::select(k == Index(i), g, Index(0));
+  };
+  const Index t0 = at(0), t1 = at(1), b0 = at(2), b1 = at(3);
+  auto store = [](float* p, const Index& v) {
+    xsimd::bitwise_cast<B>(v).store_unaligned(p);
+  };
+  store(top, xsimd::zip_lo(t0, t1));
+  store(top + L, xsimd::zip_hi(t0, t1));
+  store(bottom, xsimd::zip_lo(b0, b1));
+  store(bottom + L, xsimd::zip_hi(b0, b1));
+}
+
+/**
+ * First output of the batch after the one at `o` in a row of `ow` outputs,
+ * or -1 past the end.
  */
 int64_t next_batch(int64_t o, int64_t ow) {
   return o + L >= ow ? -1 : std::min(o + L, ow - L);
 }
 
-/** Calls body(first, last) over the row pairs of x, in parallel. */
+/** Plane extents of the input (h, w) and of the output (oh, ow). */
+struct Geo {
+  int64_t planes, h, w, oh, ow;
+  explicit Geo(const Shape& x)
+      : planes(x[0] * x[1]), h(x[2]), w(x[3]), oh(x[2] / 2), ow(x[3] / 2) {}
+};
+
+/** One row pair: offsets of its first input and of its first output. */
+struct RowPair {
+  int64_t in, out;
+  /** A narrow row whose batch would reach past the thread's planes. */
+  bool staged;
+  /** The last row pair of a plane of odd H. */
+  bool last;
+};
+
+/**
+ * Calls f(RowPair) for every row pair in order, planes in parallel. f keeps
+ * what it uses by value, and each thread runs a local copy of it: xsimd's
+ * stores may alias anything, so values behind a reference were reloaded
+ * after every batch and row (1.5x slower).
+ */
 template <class F>
-void over_row_pairs(const Shape& x, F&& body) {
-  const int64_t w = x[3], pairs = x.numel() / (2 * w);
-  parallel_for(pairs, std::max<int64_t>(1, kParallelGrain / (2 * w)), body);
+void over_row_pairs(const Geo& g, const F& f) {
+  const int64_t plane_in = g.h * g.w, plane_out = g.oh * g.ow;
+  parallel_for(g.planes, std::max<int64_t>(1, kParallelGrain / plane_in),
+               [&f, g, plane_in, plane_out](int64_t p0, int64_t p1) {
+                 F row = f;
+                 const int64_t w = g.w, ow = g.ow;
+                 const int64_t in_end = p1 * plane_in, out_end = p1 * plane_out;
+                 // With H even, the row pairs of consecutive planes are one
+                 // run.
+                 const bool odd = g.h % 2;
+                 const int64_t runs = odd ? p1 - p0 : 1;
+                 const int64_t pairs = odd ? g.oh : (p1 - p0) * g.oh;
+                 for (int64_t r = 0; r < runs; ++r) {
+                   int64_t in = (p0 + r) * plane_in, out = (p0 + r) * plane_out;
+                   for (int64_t i = 0; i < pairs; ++i, in += 2 * w, out += ow) {
+                     // A batch reads 2L elements from each row and writes L
+                     // outputs.
+                     const bool staged = ow < L && (in_end - in < w + 2 * L ||
+                                                    out_end - out < L);
+                     row(RowPair{in, out, staged, odd && i == pairs - 1});
+                   }
+                 }
+               });
+}
+
+/** The passes of pool_batch over x into y (I: const int32_t for gather). */
+template <Pass kPass, class I>
+void pool_rows(const float* x, float* y, I* ws, const Geo& g) {
+  over_row_pairs(g, [x, y, ws, w = g.w, ow = g.ow](const RowPair& q) {
+    const float* top = x + q.in;
+    if (!q.staged) {
+      for (int64_t o = 0; o >= 0; o = next_batch(o, ow))
+        pool_batch<kPass>(top + 2 * o, top + w + 2 * o, y + q.out + o,
+                          ws ? ws + q.out + o : nullptr);
+      return;
+    }
+    // A narrow row (w < 2L) copied into zero-padded rows.
+    alignas(64) float rows[4 * L] = {}, out[L];
+    alignas(64) int32_t idx[L] = {};
+    std::copy_n(top, w, rows);
+    std::copy_n(top + w, w, rows + 2 * L);
+    if constexpr (kPass == Pass::gather) std::copy_n(ws + q.out, ow, idx);
+    pool_batch<kPass>(rows, rows + 2 * L, out, idx);
+    std::copy_n(out, ow, y + q.out);
+    if constexpr (kPass == Pass::max_ws) std::copy_n(idx, ow, ws + q.out);
+  });
 }
 
 }  // namespace
@@ -99,54 +237,47 @@ void over_row_pairs(const Shape& x, F&& body) {
 bool max_pool_2x2_applies(const PoolWindow& w, const Shape& x, DType dtype) {
   return dtype == float32 && x.size() == 4 && w.ksize == Shape{2, 2} &&
          w.strides == Shape{2, 2} && w.pad_lo == Shape{0, 0} &&
-         w.pad_hi == Shape{0, 0} && x[2] % 2 == 0 && x[3] % 2 == 0 &&
-         x[3] / 2 >= L;
+         w.pad_hi == Shape{0, 0} && x[2] >= 2 && x[3] >= 2;
 }
 
 void max_pool_2x2(const float* x, float* y, int32_t* ws, const Shape& shape) {
-  const int64_t w = shape[3], ow = w / 2;
-  over_row_pairs(shape, [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
-      const float* in = x + r * 2 * w;
-      for (int64_t o = 0; o >= 0; o = next_batch(o, ow)) {
-        if (ws)
-          pool_batch<true>(in + 2 * o, in + w + 2 * o, y + r * ow + o,
-                           ws + r * ow + o);
-        else
-          pool_batch<false>(in + 2 * o, in + w + 2 * o, y + r * ow + o,
-                            nullptr);
-      }
-    }
-  });
+  if (ws)
+    pool_rows<Pass::max_ws>(x, y, ws, Geo(shape));
+  else
+    pool_rows<Pass::max>(x, y, ws, Geo(shape));
+}
+
+void max_pool_2x2_gather(const float* gx, const int32_t* ws, float* y,
+                         const Shape& shape) {
+  pool_rows<Pass::gather>(gx, y, ws, Geo(shape));
 }
 
 void max_pool_2x2_scatter(const float* dy, const int32_t* ws, float* dx,
                           const Shape& shape) {
-  constexpr auto lo = xsimd::make_batch_constant<Mask, RepeatLow>();
-  constexpr auto hi = xsimd::make_batch_constant<Mask, RepeatHigh>();
-  // Window index each dx lane of the upper and of the lower row stands for.
-  alignas(64) float upper[L], lower[L];
-  for (int64_t i = 0; i < L; ++i)
-    upper[i] = float(i % 2), lower[i] = 2.f + i % 2;
-  const B up = B::load_aligned(upper), down = B::load_aligned(lower), zero(0.f);
-  const int64_t w = shape[3], ow = w / 2;
-  over_row_pairs(shape, [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
-      float* top = dx + r * 2 * w;
-      float* bottom = top + w;
-      for (int64_t o = 0; o >= 0; o = next_batch(o, ow)) {
-        const B g = B::load_unaligned(dy + r * ow + o);
-        const B k =
-            xsimd::batch_cast<float>(Index::load_unaligned(ws + r * ow + o));
-        const B gl = xsimd::swizzle(g, lo), gh = xsimd::swizzle(g, hi);
-        const B kl = xsimd::swizzle(k, lo), kh = xsimd::swizzle(k, hi);
-        xsimd::select(kl == up, gl, zero).store_unaligned(top + 2 * o);
-        xsimd::select(kh == up, gh, zero).store_unaligned(top + 2 * o + L);
-        xsimd::select(kl == down, gl, zero).store_unaligned(bottom + 2 * o);
-        xsimd::select(kh == down, gh, zero).store_unaligned(bottom + 2 * o + L);
-      }
-    }
-  });
+  const Geo g(shape);
+  over_row_pairs(g,
+                 [dy, ws, dx, h = g.h, w = g.w, ow = g.ow](const RowPair& q) {
+                   float* top = dx + q.in;
+                   float* bottom = top + w;
+                   if (!q.staged) {
+                     // A narrow row's surplus lanes write past its rows, into
+                     // the next row pair's, which is written after it.
+                     for (int64_t o = 0; o >= 0; o = next_batch(o, ow))
+                       scatter_batch(dy + q.out + o, ws + q.out + o,
+                                     top + 2 * o, bottom + 2 * o);
+                   } else {
+                     alignas(64) float rows[4 * L], grad[L] = {};
+                     alignas(64) int32_t idx[L] = {};
+                     std::copy_n(dy + q.out, ow, grad);
+                     std::copy_n(ws + q.out, ow, idx);
+                     scatter_batch(grad, idx, rows, rows + 2 * L);
+                     std::copy_n(rows, w, top);
+                     std::copy_n(rows + 2 * L, w, bottom);
+                   }
+                   // The column and the row in no window (odd W, odd H).
+                   if (w % 2) top[w - 1] = bottom[w - 1] = 0.f;
+                   if (q.last) std::fill_n(bottom + w, w, 0.f);
+                 });
 }
 
 }  // namespace tapeflow::cpu

@@ -14,12 +14,14 @@ void max_pool_gather_direct(const MaxPoolGather& op, Inputs in, Tensor& out);
 void avg_pool_grad_direct(const AvgPoolGrad& op, Inputs in, Tensor& out);
 void max_pool_argmax_direct(const MaxPoolArgmax& op, Inputs in, Tensor& out);
 
-/** float32 2x2/2 max pooling without padding on even planes of W >= the
- * vector width (max_pool_2x2.cpp); the workspace may be null. */
+/** float32 2x2/2 max pooling without padding, x of `shape` (N, C, H, W)
+ * (max_pool_2x2.cpp); the forward's workspace may be null. */
 bool max_pool_2x2_applies(const PoolWindow& w, const Shape& x, DType dtype);
 void max_pool_2x2(const float* x, float* y, int32_t* ws, const Shape& shape);
 void max_pool_2x2_scatter(const float* dy, const int32_t* ws, float* dx,
                           const Shape& shape);
+void max_pool_2x2_gather(const float* gx, const int32_t* ws, float* y,
+                         const Shape& shape);
 
 void batch_norm_direct(const FusedBatchNorm& op, Inputs in, Tensor& out);
 void batch_moments_direct(const BatchMoments& op, Inputs in, Tensor& out);

@@ -1,10 +1,11 @@
 // Pooling: float32 through oneDNN (primitives and memory objects cached per
 // thread by geometry), other dtypes through the direct loops; float32 max
-// pooling 2x2/2 through the xsimd kernels of max_pool_2x2.cpp, which beat
-// oneDNN's plain-layout ones severalfold. oneDNN's max-pool workspace (u8 or
-// s32 window indices) is widened into MaxPool's int32 one; the max-pool
-// gradient scatters through it (direct loops: oneDNN's plain-layout backward
-// is slower than a scatter).
+// pooling 2x2/2 without padding (forward, gradient scatter and its gather)
+// through the xsimd kernels of max_pool_2x2.cpp, which beat oneDNN's
+// plain-layout ones severalfold. oneDNN's max-pool workspace (u8 or s32
+// window indices) is widened into MaxPool's int32 one; the max-pool gradient
+// scatters through it (direct loops: oneDNN's plain-layout backward is
+// slower than a scatter).
 #include <omp.h>
 
 #include <dnnl.hpp>
@@ -178,6 +179,17 @@ void max_pool_scatter(const MaxPoolScatter& op, Inputs in, Tensor& out) {
   max_pool_scatter_direct(op, in, out);
 }
 
+void max_pool_gather(const MaxPoolGather& op, Inputs in, Tensor& out) {
+  if (out.dtype() == float32 && out.numel() > 0 &&
+      max_pool_2x2_applies(op.w, in[0].shape(), float32)) {
+    const Tensor gx = dense(in[0]), ws = dense(in[1]);
+    return max_pool_2x2_gather(static_cast<const float*>(gx.raw_data()),
+                               static_cast<const int32_t*>(ws.raw_data()),
+                               static_cast<float*>(out.raw_data()), gx.shape());
+  }
+  max_pool_gather_direct(op, in, out);
+}
+
 void avg_pool_grad(const AvgPoolGrad& op, Inputs in, Tensor& out) {
   if (out.numel() == 0) return;
   if (out.dtype() != float32) return avg_pool_grad_direct(op, in, out);
@@ -204,7 +216,7 @@ void register_pool(Registry& r) {
   r.set<AvgPool>(cpu, avg_pool, "onednn");
   r.set<AvgPoolGrad>(cpu, avg_pool_grad, "onednn");
   r.set<MaxPoolScatter>(cpu, max_pool_scatter, "xsimd");
-  r.set<MaxPoolGather>(cpu, max_pool_gather_direct, "direct");
+  r.set<MaxPoolGather>(cpu, max_pool_gather, "xsimd");
   r.set<MaxPoolArgmax>(cpu, max_pool_argmax_direct, "direct");
 }
 
