@@ -57,8 +57,14 @@ struct ConvShape {
 inline constexpr ConvShape kConvShapes[] = {{"a", 64, 1, 32, 28, 5, 2},
                                             {"b", 64, 32, 64, 14, 5, 2},
                                             {"c", 32, 64, 64, 56, 3, 1}};
-/** max_pool2d 2x2 stride 2 on kPoolShape (NCHW). */
-inline constexpr int64_t kPoolShape[] = {64, 32, 28, 28};
+/** max_pool2d 2x2 stride 2 on x (NCHW) of `dims`; case max_pool2d<name>_*. */
+struct PoolShape {
+  const char* name;
+  int64_t dims[4];
+};
+/** The issue-3 case, and the CNN's second pool (rows of 7 outputs). */
+inline constexpr PoolShape kPoolShapes[] = {{"", {64, 32, 28, 28}},
+                                            {"_14x14", {64, 64, 14, 14}}};
 /** batch norm (training) on kBnShape (NCHW), epsilon kBnEps. */
 inline constexpr int64_t kBnShape[] = {64, 64, 56, 56};
 inline constexpr double kBnEps = 1e-3;
@@ -102,10 +108,10 @@ void tf_matmul(benchmark::State& state, int64_t n);
 // torch_peer_nn.cpp). train = forward + gradients wrt input and filter (conv),
 // input (pool), input, scale and offset (batch norm) for a fixed dy.
 void tf_conv2d(benchmark::State& state, ConvShape s, bool train);
-void tf_max_pool2d(benchmark::State& state, bool train);
+void tf_max_pool2d(benchmark::State& state, PoolShape s, bool train);
 void tf_batch_norm(benchmark::State& state, bool train);
 void onednn_conv2d(benchmark::State& state, ConvShape s, bool train);
-void onednn_max_pool2d(benchmark::State& state, bool train);
+void onednn_max_pool2d(benchmark::State& state, PoolShape s, bool train);
 void onednn_batch_norm(benchmark::State& state, bool train);
 // train_step_cnn / train_step_softmax (bench_train.cpp; libtorch in
 // torch_peer_train.cpp): forward, gradient and Adam 1e-3 / SGD 0.5 update of
@@ -151,7 +157,7 @@ void sum(benchmark::State& state, int64_t n);
 void softmax_xent(benchmark::State& state, int64_t batch, int64_t classes);
 void matmul(benchmark::State& state, int64_t n);
 void conv2d(benchmark::State& state, ConvShape s, bool train);
-void max_pool2d(benchmark::State& state, bool train);
+void max_pool2d(benchmark::State& state, PoolShape s, bool train);
 void batch_norm(benchmark::State& state, bool train);
 void train_step_cnn(benchmark::State& state, bool bf16_autocast);
 void train_step_softmax(benchmark::State& state);

@@ -119,12 +119,15 @@ void register_all() {
       reg(name + "/onednn", kMillisecond, onednn_conv2d, s, train);
     }
   }
-  for (bool train : {false, true}) {
-    const std::string name = train ? "max_pool2d_train" : "max_pool2d_fwd";
-    reg(name + "/tapeflow", kMicrosecond, tf_max_pool2d, train);
-    if constexpr (kTorch)
-      reg(name + "/libtorch", kMicrosecond, torch_peer::max_pool2d, train);
-    reg(name + "/onednn", kMicrosecond, onednn_max_pool2d, train);
+  for (const PoolShape& s : kPoolShapes) {
+    for (bool train : {false, true}) {
+      const std::string name =
+          std::string("max_pool2d") + s.name + (train ? "_train" : "_fwd");
+      reg(name + "/tapeflow", kMicrosecond, tf_max_pool2d, s, train);
+      if constexpr (kTorch)
+        reg(name + "/libtorch", kMicrosecond, torch_peer::max_pool2d, s, train);
+      reg(name + "/onednn", kMicrosecond, onednn_max_pool2d, s, train);
+    }
   }
   for (bool train : {false, true}) {
     const std::string name = train ? "batch_norm_train" : "batch_norm_fwd";

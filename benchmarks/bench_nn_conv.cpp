@@ -57,9 +57,9 @@ void tf_conv2d(benchmark::State& state, ConvShape s, bool train) {
   set_conv_flops(state, s, train);
 }
 
-void tf_max_pool2d(benchmark::State& state, bool train) {
+void tf_max_pool2d(benchmark::State& state, PoolShape s, bool train) {
   tpf::manual_seed(42);
-  const auto* d = kPoolShape;
+  const auto* d = s.dims;
   const tpf::Tensor x = uniform({d[0], d[1], d[2], d[3]});
   const tpf::Tensor dy = uniform({d[0], d[1], d[2] / 2, d[3] / 2});
   const tpf::nn::PoolOptions o{.ksize = {2, 2}, .strides = {2, 2}};

@@ -120,9 +120,9 @@ void onednn_conv2d(benchmark::State& state, ConvShape s, bool train) {
   set_conv_flops(state, s, train);
 }
 
-void onednn_max_pool2d(benchmark::State& state, bool train) {
+void onednn_max_pool2d(benchmark::State& state, PoolShape s, bool train) {
   Ctx c;
-  const auto* d = kPoolShape;
+  const auto* d = s.dims;
   const memory::dims xd{d[0], d[1], d[2], d[3]},
       yd{d[0], d[1], d[2] / 2, d[3] / 2}, k{2, 2};
   const memory::desc xmd(xd, memory::data_type::f32, blocked());

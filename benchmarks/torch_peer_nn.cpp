@@ -53,9 +53,9 @@ void conv2d(benchmark::State& state, ConvShape s, bool train) {
   set_conv_flops(state, s, train);
 }
 
-void max_pool2d(benchmark::State& state, bool train) {
+void max_pool2d(benchmark::State& state, PoolShape s, bool train) {
   torch::manual_seed(42);
-  const auto* d = kPoolShape;
+  const auto* d = s.dims;
   const torch::Tensor x = uniform({d[0], d[1], d[2], d[3]}, train);
   const torch::Tensor dy = uniform({d[0], d[1], d[2] / 2, d[3] / 2});
   run(state, train, {x}, dy, [&] { return torch::max_pool2d(x, 2, 2); });

@@ -10,11 +10,11 @@
 // row pair goes through a zero-padded copy. Odd H and W leave a row and a
 // column in no window.
 //
-// On 64x32x28x28, 1 thread, AVX2 build: forward 93 us, forward with the
-// workspace plus the gradient 380 us, against 108 and 357 us for oneDNN 2.6's
-// AVX-512 kernel on data already in its blocked nChw16c layout (its
-// plain-layout kernel is several times slower); see max_pool2d_* in the
-// benchmarks.
+// 1 thread, AVX2 build, against oneDNN 2.6's AVX-512 kernel on data already
+// in its blocked nChw16c layout (its plain-layout kernel is several times
+// slower): 64x32x28x28 forward 92 us (oneDNN 117), forward with the
+// workspace plus the gradient 298 us (393); 64x64x14x14 49 us (66) and
+// 135 us (172). See max_pool2d_* in the benchmarks.
 #include <algorithm>
 #include <utility>
 
@@ -168,17 +168,20 @@ struct Geo {
       : planes(x[0] * x[1]), h(x[2]), w(x[3]), oh(x[2] / 2), ow(x[3] / 2) {}
 };
 
-/** One row pair: offsets of its first input and of its first output. */
-struct RowPair {
-  int64_t in, out;
-  /** A narrow row whose batch would reach past the thread's planes. */
+/**
+ * `count` consecutive row pairs, the first at input offset `in` and output
+ * offset `out` (then every 2W and OW).
+ */
+struct Rows {
+  int64_t in, out, count;
+  /** One narrow row whose batch would reach past the thread's planes. */
   bool staged;
-  /** The last row pair of a plane of odd H. */
-  bool last;
+  /** The rows end a plane of odd H, whose last row is in no window. */
+  bool plane_end;
 };
 
 /**
- * Calls f(RowPair) for every row pair in order, planes in parallel. f keeps
+ * Calls f(Rows) over every row pair in order, planes in parallel. f keeps
  * what it uses by value, and each thread runs a local copy of it: xsimd's
  * stores may alias anything, so values behind a reference were reloaded
  * after every batch and row (1.5x slower).
@@ -188,7 +191,7 @@ void over_row_pairs(const Geo& g, const F& f) {
   const int64_t plane_in = g.h * g.w, plane_out = g.oh * g.ow;
   parallel_for(g.planes, std::max<int64_t>(1, kParallelGrain / plane_in),
                [&f, g, plane_in, plane_out](int64_t p0, int64_t p1) {
-                 F row = f;
+                 F rows = f;
                  const int64_t w = g.w, ow = g.ow;
                  const int64_t in_end = p1 * plane_in, out_end = p1 * plane_out;
                  // With H even, the row pairs of consecutive planes are one
@@ -197,14 +200,22 @@ void over_row_pairs(const Geo& g, const F& f) {
                  const int64_t runs = odd ? p1 - p0 : 1;
                  const int64_t pairs = odd ? g.oh : (p1 - p0) * g.oh;
                  for (int64_t r = 0; r < runs; ++r) {
-                   int64_t in = (p0 + r) * plane_in, out = (p0 + r) * plane_out;
-                   for (int64_t i = 0; i < pairs; ++i, in += 2 * w, out += ow) {
-                     // A batch reads 2L elements from each row and writes L
-                     // outputs.
-                     const bool staged = ow < L && (in_end - in < w + 2 * L ||
-                                                    out_end - out < L);
-                     row(RowPair{in, out, staged, odd && i == pairs - 1});
-                   }
+                   const int64_t in = (p0 + r) * plane_in,
+                                 out = (p0 + r) * plane_out;
+                   // A batch reads 2L elements from each row and writes L
+                   // outputs; the narrow rows from `direct` on would reach past
+                   // the thread's planes.
+                   auto reaches_out = [&](int64_t i) {
+                     return ow < L && (in_end - (in + 2 * i * w) < w + 2 * L ||
+                                       out_end - (out + i * ow) < L);
+                   };
+                   int64_t direct = pairs;
+                   while (direct > 0 && reaches_out(direct - 1)) --direct;
+                   if (direct > 0)
+                     rows(Rows{in, out, direct, false, odd && direct == pairs});
+                   for (int64_t i = direct; i < pairs; ++i)
+                     rows(Rows{in + 2 * i * w, out + i * ow, 1, true,
+                               odd && i == pairs - 1});
                  }
                });
 }
@@ -212,23 +223,25 @@ void over_row_pairs(const Geo& g, const F& f) {
 /** The passes of pool_batch over x into y (I: const int32_t for gather). */
 template <Pass kPass, class I>
 void pool_rows(const float* x, float* y, I* ws, const Geo& g) {
-  over_row_pairs(g, [x, y, ws, w = g.w, ow = g.ow](const RowPair& q) {
+  over_row_pairs(g, [x, y, ws, w = g.w, ow = g.ow](const Rows& q) {
     const float* top = x + q.in;
+    int64_t out = q.out;
     if (!q.staged) {
-      for (int64_t o = 0; o >= 0; o = next_batch(o, ow))
-        pool_batch<kPass>(top + 2 * o, top + w + 2 * o, y + q.out + o,
-                          ws ? ws + q.out + o : nullptr);
+      for (int64_t k = 0; k < q.count; ++k, top += 2 * w, out += ow)
+        for (int64_t o = 0; o >= 0; o = next_batch(o, ow))
+          pool_batch<kPass>(top + 2 * o, top + w + 2 * o, y + out + o,
+                            kPass == Pass::max ? nullptr : ws + out + o);
       return;
     }
     // A narrow row (w < 2L) copied into zero-padded rows.
-    alignas(64) float rows[4 * L] = {}, out[L];
+    alignas(64) float in[4 * L] = {}, y_copy[L];
     alignas(64) int32_t idx[L] = {};
-    std::copy_n(top, w, rows);
-    std::copy_n(top + w, w, rows + 2 * L);
-    if constexpr (kPass == Pass::gather) std::copy_n(ws + q.out, ow, idx);
-    pool_batch<kPass>(rows, rows + 2 * L, out, idx);
-    std::copy_n(out, ow, y + q.out);
-    if constexpr (kPass == Pass::max_ws) std::copy_n(idx, ow, ws + q.out);
+    std::copy_n(top, w, in);
+    std::copy_n(top + w, w, in + 2 * L);
+    if constexpr (kPass == Pass::gather) std::copy_n(ws + out, ow, idx);
+    pool_batch<kPass>(in, in + 2 * L, y_copy, idx);
+    std::copy_n(y_copy, ow, y + out);
+    if constexpr (kPass == Pass::max_ws) std::copy_n(idx, ow, ws + out);
   });
 }
 
@@ -255,29 +268,32 @@ void max_pool_2x2_gather(const float* gx, const int32_t* ws, float* y,
 void max_pool_2x2_scatter(const float* dy, const int32_t* ws, float* dx,
                           const Shape& shape) {
   const Geo g(shape);
-  over_row_pairs(g,
-                 [dy, ws, dx, h = g.h, w = g.w, ow = g.ow](const RowPair& q) {
-                   float* top = dx + q.in;
-                   float* bottom = top + w;
-                   if (!q.staged) {
-                     // A narrow row's surplus lanes write past its rows, into
-                     // the next row pair's, which is written after it.
-                     for (int64_t o = 0; o >= 0; o = next_batch(o, ow))
-                       scatter_batch(dy + q.out + o, ws + q.out + o,
-                                     top + 2 * o, bottom + 2 * o);
-                   } else {
-                     alignas(64) float rows[4 * L], grad[L] = {};
-                     alignas(64) int32_t idx[L] = {};
-                     std::copy_n(dy + q.out, ow, grad);
-                     std::copy_n(ws + q.out, ow, idx);
-                     scatter_batch(grad, idx, rows, rows + 2 * L);
-                     std::copy_n(rows, w, top);
-                     std::copy_n(rows + 2 * L, w, bottom);
-                   }
-                   // The column and the row in no window (odd W, odd H).
-                   if (w % 2) top[w - 1] = bottom[w - 1] = 0.f;
-                   if (q.last) std::fill_n(bottom + w, w, 0.f);
-                 });
+  over_row_pairs(g, [dy, ws, dx, w = g.w, ow = g.ow](const Rows& q) {
+    float* top = dx + q.in;
+    const float* grad = dy + q.out;
+    const int32_t* idx = ws + q.out;
+    for (int64_t k = 0; k < q.count; ++k, top += 2 * w, grad += ow, idx += ow) {
+      float* bottom = top + w;
+      if (!q.staged) {
+        // A narrow row's surplus lanes write past its rows, into the next
+        // row pair's, which is written after it.
+        for (int64_t o = 0; o >= 0; o = next_batch(o, ow))
+          scatter_batch(grad + o, idx + o, top + 2 * o, bottom + 2 * o);
+      } else {
+        alignas(64) float rows[4 * L], grad_copy[L] = {};
+        alignas(64) int32_t idx_copy[L] = {};
+        std::copy_n(grad, ow, grad_copy);
+        std::copy_n(idx, ow, idx_copy);
+        scatter_batch(grad_copy, idx_copy, rows, rows + 2 * L);
+        std::copy_n(rows, w, top);
+        std::copy_n(rows + 2 * L, w, bottom);
+      }
+      // The column in no window (odd W).
+      if (w % 2) top[w - 1] = bottom[w - 1] = 0.f;
+    }
+    // The row in no window (odd H), just past the last row pair.
+    if (q.plane_end) std::fill_n(top, w, 0.f);
+  });
 }
 
 }  // namespace tapeflow::cpu
