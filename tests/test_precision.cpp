@@ -131,6 +131,11 @@ TEST_CASE("float32 conv2d passes under each precision") {
   SUBCASE("gradient of the filter") {
     check_precisions([](const Ts& v) { return conv_loss_grad(v, 1); }, in);
   }
+  SUBCASE("gradient of an input with few channels (plain layouts)") {
+    check_precisions([](const Ts& v) { return conv_loss_grad(v, 0); },
+                     {uniform64({4, 3, 12, 12}), uniform64({32, 3, 5, 5}),
+                      uniform64({4, 32, 12, 12})});
+  }
 }
 
 TEST_CASE(
