@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "bench_cases.hpp"
+#include "torch/cnn_model.hpp"
 
 namespace tfbench::torch_peer {
 namespace {
@@ -44,14 +45,8 @@ void run(benchmark::State& state, torch::nn::Sequential& model,
 }  // namespace
 
 void train_step_cnn(benchmark::State& state, bool bf16_autocast) {
-  namespace tnn = torch::nn;
   torch::manual_seed(7);
-  tnn::Sequential model(tnn::Conv2d(tnn::Conv2dOptions(1, 32, 5).padding(2)),
-                        tnn::ReLU(), tnn::MaxPool2d(2),
-                        tnn::Conv2d(tnn::Conv2dOptions(32, 64, 5).padding(2)),
-                        tnn::ReLU(), tnn::MaxPool2d(2), tnn::Flatten(),
-                        tnn::Linear(7 * 7 * 64, 1024), tnn::ReLU(),
-                        tnn::Dropout(0.5), tnn::Linear(1024, 10));
+  torch::nn::Sequential model = samples::mnist_cnn_torch();
   torch::optim::Adam adam(model->parameters(), torch::optim::AdamOptions(1e-3));
   // libtorch 1.13's way to bfloat16 products on CPU: autocast, which runs
   // conv and linear (and the ops after them) in bfloat16.

@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "cnn_model.hpp"
+
 namespace {
 
 /** The bytes of a gzip-compressed (or plain) file. */
@@ -126,13 +128,7 @@ int main(int argc, char** argv) {
   torch::manual_seed(seed);
   const Split train = load(dir, "train"), test = load(dir, "t10k");
 
-  namespace tnn = torch::nn;
-  tnn::Sequential model(tnn::Conv2d(tnn::Conv2dOptions(1, 32, 5).padding(2)),
-                        tnn::ReLU(), tnn::MaxPool2d(2),
-                        tnn::Conv2d(tnn::Conv2dOptions(32, 64, 5).padding(2)),
-                        tnn::ReLU(), tnn::MaxPool2d(2), tnn::Flatten(),
-                        tnn::Linear(7 * 7 * 64, 1024), tnn::ReLU(),
-                        tnn::Dropout(0.5), tnn::Linear(1024, 10));
+  torch::nn::Sequential model = samples::mnist_cnn_torch();
   if (channels_last) {  // the C++ Module::to takes no memory format
     torch::NoGradGuard no_grad;
     for (auto& p : model->parameters())
