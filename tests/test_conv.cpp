@@ -405,3 +405,34 @@ TEST_CASE("conv with a bias is conv then bias_add, in every dtype and layout") {
       },
       "[conv2d] expected a bias of shape (3)");
 }
+
+TEST_CASE("recorded float32 convolutions reuse converted operands safely") {
+  // 16 channels and more: oneDNN's blocked layouts, so the forward hands its
+  // converted x and the input gradient its converted dy to the filter
+  // gradient. A persistent tape's later gradients must see their own dy.
+  const Ts in64{uniform64({2, 16, 7, 6}), uniform64({32, 16, 3, 3}),
+                uniform64({32})};
+  const Opts o{.padding = "SAME"};
+  const auto g1 = uniform64({2, 32, 7, 6}), g2 = uniform64({2, 32, 7, 6});
+  for (const bool input_too : {true, false}) {
+    CAPTURE(input_too);
+    const auto sources = [&](const Ts& in) {
+      return input_too ? Ts{in[1], in[2], in[0]} : Ts{in[1], in[2]};
+    };
+    Ts in32;
+    for (const auto& t : in64) in32.push_back(t.cast(tpf::float32));
+    tpf::GradientTape persistent(true);
+    for (const auto& t : sources(in32)) persistent.watch(t);
+    const auto y32 = tpf::nn::conv2d(in32[0], in32[1], in32[2], o);
+    for (const auto& g : {g1, g2, g1}) {
+      tpf::GradientTape tape64;
+      for (const auto& t : sources(in64)) tape64.watch(t);
+      const auto y64 = tpf::nn::conv2d(in64[0], in64[1], in64[2], o);
+      const Ts want = tape64.gradient(y64, sources(in64), {g});
+      const Ts got =
+          persistent.gradient(y32, sources(in32), {g.cast(tpf::float32)});
+      for (size_t i = 0; i < want.size(); ++i)
+        CHECK_CLOSE(got[i].cast(tpf::float64), want[i], 1e-4, 1e-4);
+    }
+  }
+}

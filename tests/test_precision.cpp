@@ -138,6 +138,34 @@ TEST_CASE("float32 conv2d passes under each precision") {
   }
 }
 
+TEST_CASE("a precision change between a conv2d and its gradient") {
+  // The forward's converted x is reused by the filter gradient only in the
+  // precision the gradient runs in: bfloat16 kept from a `medium` forward
+  // must not leak into a `highest` gradient, nor float32 into a `medium` one.
+  const Ts in{uniform64({4, 16, 12, 12}), uniform64({32, 16, 5, 5}),
+              uniform64({4, 32, 12, 12})};
+  const auto filter_grad = [](Float32Precision forward, Float32Precision back) {
+    return [=](const Ts& v) {
+      tpf::GradientTape tape;
+      tape.watch(v[1]);
+      tpf::Tensor loss;
+      {
+        PrecisionScope scope(forward);
+        loss = tpf::sum(tpf::nn::conv2d(v[0], v[1], kPad2) * v[2]);
+      }
+      PrecisionScope scope(back);
+      return tape.gradient(loss, {v[1]})[0];
+    };
+  };
+  CHECK(relative_error(
+            filter_grad(Float32Precision::medium, Float32Precision::highest),
+            in) < 1e-5);
+  const double err = relative_error(
+      filter_grad(Float32Precision::highest, Float32Precision::medium), in);
+  CHECK(err < 2 * 0x1p-8);
+  if (native_bf16()) CHECK(err > 1e-4);
+}
+
 TEST_CASE(
     "medium precision rounds matmul operands to the nearest bfloat16, "
     "ties to even") {

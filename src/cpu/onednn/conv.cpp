@@ -6,13 +6,16 @@
 // blocks them) and the output stays float32.
 #include <omp.h>
 
+#include <cstring>
 #include <dnnl.hpp>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "core/creation_internal.hpp"
 #include "cpu/conv_direct.hpp"
 #include "cpu/onednn/precision.hpp"
+#include "ops/nn/conv_ops.hpp"
 
 namespace tapeflow::cpu {
 namespace {
@@ -65,9 +68,10 @@ memory::format_tag filter_tag(const Shape& s, int64_t groups) {
 }
 
 /**
- * One operand: the caller's plain memory and, where the primitive prefers a
- * blocked layout, a buffer of its own with the reorder between the two
- * (plain -> blocked for inputs, blocked -> plain for the output).
+ * One operand: the caller's plain memory and, where the primitive prefers
+ * another layout, the primitive's memory with the reorder between the two
+ * (plain -> internal for inputs, internal -> plain for the output). Both
+ * memories get their data pointers per call.
  */
 struct Operand {
   memory user, internal;
@@ -81,7 +85,7 @@ Operand operand(const memory::desc& user, const memory::desc& internal,
     o.internal = o.user;
     return o;
   }
-  o.internal = memory(internal, engine());
+  o.internal = memory(internal, engine(), nullptr);
   o.reorder = output ? dnnl::reorder(o.internal, o.user)
                      : dnnl::reorder(o.user, o.internal);
   o.reordered = true;
@@ -168,12 +172,57 @@ Prepared prepare(Pass pass, const ConvAttrs& a, const Shape& x, const Shape& w,
   return p;
 }
 
+/** A float32 tensor with room for `md`: the per-call buffer of an operand. */
+Tensor buffer_for(const memory::desc& md) {
+  const int64_t floats = (md.get_size() + sizeof(float) - 1) / sizeof(float);
+  return empty_tensor(Shape{floats}, float32, Device::cpu());
+}
+
+/** A memory desc as bytes, the backend-neutral form ConvertedOperand keeps. */
+std::string layout_name(const memory::desc& md) {
+  return std::string(reinterpret_cast<const char*>(&md.data), sizeof md.data);
+}
+bool same_layout(const std::string& name, const memory::desc& md) {
+  if (name.size() != sizeof md.data) return false;
+  dnnl_memory_desc_t kept;
+  std::memcpy(&kept, name.data(), sizeof kept);
+  return memory::desc(kept) == md;
+}
+
+/** True when `t` is the very tensor `c` was converted from. */
+bool converted_from(const ConvertedOperand& c, const Tensor& t) {
+  return c.data.defined() && c.source.raw_data() == t.raw_data() &&
+         c.source.dtype() == t.dtype() && c.source.shape() == t.shape() &&
+         c.source.strides() == t.strides();
+}
+
+/**
+ * The input `t` in operand `o`'s internal layout, set as o.internal's data:
+ * taken from `take` when that holds it, else reordered into a buffer that is
+ * left in `leave` (when given) for a later pass.
+ */
+Tensor convert_input(Operand& o, const Tensor& t, ConvertedOperand* take,
+                     ConvertedOperand* leave, dnnl::stream& stream) {
+  const memory::desc& md = o.internal.get_desc();
+  if (take && converted_from(*take, t) && same_layout(take->layout, md)) {
+    o.internal.set_data_handle(take->data.raw_data());
+    return take->data;
+  }
+  Tensor buffer = buffer_for(md);
+  o.internal.set_data_handle(buffer.raw_data());
+  o.reorder.execute(stream, o.user, o.internal);
+  if (leave) *leave = {t, buffer, layout_name(md)};
+  return buffer;
+}
+
 /**
  * Runs one pass on contiguous float32 x, filter and y (one is the output);
- * `bias` (forward only) is contiguous float32 or undefined.
+ * `bias` (forward only) is contiguous float32 or undefined. `handoff`, when
+ * given, receives the converted x (forward) or dy (input gradient), or
+ * supplies both (filter gradient, which then drops dy).
  */
 void run_f32(Pass pass, const ConvAttrs& a, const Tensor& x, const Tensor& w,
-             const Tensor& y, const Tensor& bias = Tensor()) {
+             const Tensor& y, const Tensor& bias, ConvHandoff* handoff) {
   const int threads = config::intra_op_threads();
   const bool bf16 = multiply_in_bf16();
   Key key{static_cast<int64_t>(pass), a.groups, threads, bias.defined(), bf16};
@@ -199,9 +248,27 @@ void run_f32(Pass pass, const ConvAttrs& a, const Tensor& x, const Tensor& w,
   Operand* output = pass == Pass::forward      ? &p.dst
                     : pass == Pass::grad_input ? &p.src
                                                : &p.weights;
-  for (Operand* o : {&p.src, &p.weights, &p.dst})
-    if (o != output && o->reordered)
-      o->reorder.execute(stream, o->user, o->internal);
+  ConvertedOperand* x_slot = handoff ? &handoff->x : nullptr;
+  ConvertedOperand* dy_slot = handoff ? &handoff->dy : nullptr;
+  const bool taking = pass == Pass::grad_filter;
+  Tensor buffers[3];  // per-call internal memory, alive until the pass ends
+  const std::pair<Operand*, const Tensor*> operands[] = {
+      {&p.src, &x}, {&p.weights, &w}, {&p.dst, &y}};
+  for (int i = 0; i < 3; ++i) {
+    auto [o, t] = operands[i];
+    if (!o->reordered) continue;
+    if (o == output) {
+      buffers[i] = buffer_for(o->internal.get_desc());
+      o->internal.set_data_handle(buffers[i].raw_data());
+      continue;
+    }
+    ConvertedOperand* slot = o == &p.src   ? x_slot
+                             : o == &p.dst ? dy_slot
+                                           : nullptr;
+    buffers[i] = convert_input(*o, *t, taking ? slot : nullptr,
+                               taking ? nullptr : slot, stream);
+  }
+  if (taking && dy_slot) *dy_slot = {};
   const int src_arg =
       pass == Pass::grad_input ? DNNL_ARG_DIFF_SRC : DNNL_ARG_SRC;
   const int wei_arg =
@@ -258,7 +325,7 @@ void conv(const Conv& op, Inputs in, Tensor& out) {
   }
   const Tensor x = dense(in[0]), w = dense(in[1]);
   if (out.dtype() == float32) {
-    run_f32(Pass::forward, op.attrs, x, w, out, bias);
+    run_f32(Pass::forward, op.attrs, x, w, out, bias, op.handoff.get());
   } else {
     conv_direct_forward(op.attrs, x, w, out);
     if (bias.defined()) add_bias(bias, out);
@@ -269,7 +336,7 @@ void conv_grad_input(const ConvGradInput& op, Inputs in, Tensor& out) {
   if (!has_work(in, out)) return;
   const Tensor dy = dense(in[0]), w = dense(in[1]);
   if (out.dtype() == float32)
-    run_f32(Pass::grad_input, op.attrs, out, w, dy);
+    run_f32(Pass::grad_input, op.attrs, out, w, dy, Tensor(), op.handoff.get());
   else
     conv_direct_grad_input(op.attrs, dy, w, out);
 }
@@ -278,7 +345,8 @@ void conv_grad_filter(const ConvGradFilter& op, Inputs in, Tensor& out) {
   if (!has_work(in, out)) return;
   const Tensor x = dense(in[0]), dy = dense(in[1]);
   if (out.dtype() == float32)
-    run_f32(Pass::grad_filter, op.attrs, x, out, dy);
+    run_f32(Pass::grad_filter, op.attrs, x, out, dy, Tensor(),
+            op.handoff.get());
   else
     conv_direct_grad_filter(op.attrs, x, dy, out);
 }

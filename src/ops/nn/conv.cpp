@@ -29,13 +29,17 @@ TensorSpec Conv::infer(Inputs in) const {
 // y = conv(x, w) is bilinear: <dy, conv(x', w)> = <grad_input(dy, w), x'>
 // and <dy, conv(x, w')> = <grad_filter(x, dy), w'>; a bias gets dy summed
 // over everything but the channels.
+// The filter gradient, computed last, takes x as the forward converted it
+// and dy as the input gradient converted it.
 Grads Conv::vjp(const VjpArgs& a) const {
-  Grads g{a.needs(0)
-              ? apply(ConvGradInput{attrs, a.input_shape(0)}, {a.grad, a.x(1)})
-              : Tensor(),
-          a.needs(1)
-              ? apply(ConvGradFilter{attrs, a.input_shape(1)}, {a.x(0), a.grad})
-              : Tensor()};
+  const std::shared_ptr<ConvHandoff> h = a.needs(1) ? handoff : nullptr;
+  Grads g{
+      a.needs(0)
+          ? apply(ConvGradInput{attrs, a.input_shape(0), h}, {a.grad, a.x(1)})
+          : Tensor(),
+      a.needs(1)
+          ? apply(ConvGradFilter{attrs, a.input_shape(1), h}, {a.x(0), a.grad})
+          : Tensor()};
   if (a.input_specs.size() == 3) {
     std::vector<int64_t> axes{0};
     for (int64_t i = 2; i < a.grad.rank(); ++i) axes.push_back(i);
@@ -194,15 +198,19 @@ Tensor run_conv(const char* op, const Tensor& x, const Tensor& w,
                 const ConvOptions& o, int64_t groups,
                 const Tensor& bias = Tensor()) {
   const ConvAttrs attrs = resolve(op, x.shape(), w.shape(), o, groups);
+  // Only a recorded convolution has a backward pass to hand operands to.
+  const Conv conv{attrs, autograd::g_recording_tapes > 0
+                             ? std::make_shared<ConvHandoff>()
+                             : nullptr};
   auto [xp, wp] = promote_pair(x, w, op);
-  if (!bias.defined()) return apply(Conv{attrs}, {xp, wp});
+  if (!bias.defined()) return apply(conv, {xp, wp});
   if (bias.rank() != 1 || bias.shape()[0] != w.shape()[0])
     throw ShapeError(tag(op) + "expected a bias of shape (" +
                      std::to_string(w.shape()[0]) + "), got " +
                      bias.shape().str());
   check_float(op, bias, "bias");
   const Tensor b = bias.dtype() == xp.dtype() ? bias : cast(bias, xp.dtype());
-  return apply(Conv{attrs}, {xp, wp, b});
+  return apply(conv, {xp, wp, b});
 }
 
 Tensor conv_nd(const char* op, int64_t nsp, const Tensor& x,

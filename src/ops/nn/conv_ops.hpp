@@ -3,6 +3,9 @@
 // registered op so that every gradient rule is one line and gradients of any
 // order stay convolutions. Layouts are channels-first: x (N, C, spatial...),
 // filter (O, C / groups, k...); the public functions transpose other layouts.
+#include <memory>
+#include <string>
+
 #include "ops/elementwise_ops.hpp"
 
 namespace tapeflow {
@@ -18,6 +21,27 @@ struct ConvAttrs {
 };
 
 /**
+ * An operand one pass of a convolution converted into its kernel's layout
+ * (oneDNN's blocked formats), kept for a later pass of the same convolution
+ * that wants that layout, so that the conversion is not done twice. `source`
+ * is the tensor it was converted from; `layout` is the backend's own
+ * description of the bytes in `data`.
+ */
+struct ConvertedOperand {
+  Tensor source, data;
+  std::string layout;
+};
+
+/**
+ * What the passes of one recorded convolution hand each other: the forward
+ * leaves x and the input gradient leaves dy for the filter gradient. Holding
+ * x as the forward saw it is also what the tape's saved input means.
+ */
+struct ConvHandoff {
+  ConvertedOperand x, dy;
+};
+
+/**
  * y = conv(x, filter) [+ bias]. Inputs: x, filter and optionally bias (O,),
  * which oneDNN adds in the same pass (no separate sweep over y).
  */
@@ -25,6 +49,7 @@ struct Conv {
   static constexpr const char* name = "conv";
   static constexpr int save = kSaveInputs;
   ConvAttrs attrs;
+  std::shared_ptr<ConvHandoff> handoff = nullptr;  // null: keep no converted x
   TensorSpec infer(Inputs in) const;
   Grads vjp(const VjpArgs& a) const;
 };
@@ -35,6 +60,8 @@ struct ConvGradInput {
   static constexpr int save = kSaveInputs;
   ConvAttrs attrs;
   Shape input_shape;
+  std::shared_ptr<ConvHandoff> handoff =
+      nullptr;  // non-null: leave the converted dy
   TensorSpec infer(Inputs in) const { return {input_shape, in[0].dtype()}; }
   Grads vjp(const VjpArgs& a) const;
 };
@@ -45,6 +72,8 @@ struct ConvGradFilter {
   static constexpr int save = kSaveInputs;
   ConvAttrs attrs;
   Shape filter_shape;
+  std::shared_ptr<ConvHandoff> handoff =
+      nullptr;  // non-null: take x and dy from it
   TensorSpec infer(Inputs in) const { return {filter_shape, in[0].dtype()}; }
   Grads vjp(const VjpArgs& a) const;
 };
