@@ -116,6 +116,27 @@ TEST_CASE("float32 matmul under each precision") {
     check_precisions([](const Ts& in) { return tpf::matmul(in[0], in[1]); },
                      {uniform64({2, 260, 40}), uniform64({40, 256})});
   }
+  // The gradient's products take the operands the forward converted; a
+  // persistent tape's second gradient must still see its own output gradient.
+  const auto gradient = [](int which) {
+    return [which](const Ts& in) {
+      tpf::GradientTape tape(true);
+      tape.watch(in[0]);
+      tape.watch(in[1]);
+      const tpf::Tensor y = tpf::matmul(in[0], in[1]);
+      tape.gradient(y, {in[0], in[1]}, {tpf::ones_like(y)});
+      return tape.gradient(y, {in[0], in[1]}, {in[2]})[which];
+    };
+  };
+  // Operands of equal size: only their addresses tell them apart.
+  const Ts dense{uniform64({64, 300}), uniform64({300, 64}),
+                 uniform64({64, 64})};
+  SUBCASE("gradient of the left operand") {
+    check_precisions(gradient(0), dense);
+  }
+  SUBCASE("gradient of the right operand") {
+    check_precisions(gradient(1), dense);
+  }
 }
 
 TEST_CASE("float32 conv2d passes under each precision") {

@@ -1,5 +1,8 @@
 // matrix_inverse and matrix_determinant through xtensor-blas (LAPACK getrf /
 // getri), one matrix of the batch at a time.
+// clang-format off
+#include "cpu/xsimd_config.hpp"  // first: it configures the xtensor headers
+// clang-format on
 #include <stdexcept>
 #include <xtensor-blas/xlinalg.hpp>
 #include <xtensor/xadapt.hpp>
@@ -7,7 +10,6 @@
 
 #include "core/creation_internal.hpp"
 #include "core/dtype_dispatch.hpp"
-#include "cpu/xsimd_config.hpp"
 #include "ops/linalg_ops.hpp"
 
 namespace tapeflow::cpu {

@@ -47,7 +47,11 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a,
                      a.shape().str() + " and " + b.shape().str());
   auto [x, y] = promote_pair(a, b, "matmul");
   check_float(x, "matmul");
-  return apply(MatMul{}, {transpose_a ? t2(x) : x, transpose_b ? t2(y) : y});
+  // Only a recorded product has a gradient to hand converted operands to.
+  const MatMul op{autograd::g_recording_tapes > 0
+                      ? std::make_shared<MatMulHandoff>()
+                      : nullptr};
+  return apply(op, {transpose_a ? t2(x) : x, transpose_b ? t2(y) : y});
 }
 
 TensorSpec MatMul::infer(Inputs in) const {
@@ -61,9 +65,12 @@ TensorSpec MatMul::infer(Inputs in) const {
   out.push_back(b[b.size() - 1]);
   return {out, in[0].dtype()};
 }
+// Both products read the forward's operands transposed: they take them as
+// the forward converted them.
 Grads MatMul::vjp(const VjpArgs& a) const {
-  return {a.needs(0) ? matmul(a.grad, a.x(1), false, true) : Tensor(),
-          a.needs(1) ? matmul(a.x(0), a.grad, true, false) : Tensor()};
+  const MatMul product{nullptr, leave};
+  return {a.needs(0) ? apply(product, {a.grad, t2(a.x(1))}) : Tensor(),
+          a.needs(1) ? apply(product, {t2(a.x(0)), a.grad}) : Tensor()};
 }
 
 Tensor matrix_inverse(const Tensor& x) {

@@ -9,6 +9,7 @@
 
 #include <array>
 #include <dnnl.hpp>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -75,7 +76,8 @@ dnnl::engine& engine() {
 /**
  * One input as the caller holds it and, for bfloat16, as the primitive reads
  * it: the same strides, so the conversion runs over the span element by
- * element (gaps between rows included; they are not read as results).
+ * element (gaps between rows included; they are not read as results). The
+ * converted memory gets its buffer per call.
  */
 struct Operand {
   dnnl::memory user, internal;
@@ -87,10 +89,43 @@ Operand operand(const dnnl::memory::desc& user,
   if (internal == user) {
     o.internal = o.user;
   } else {
-    o.internal = dnnl::memory(internal, engine());
+    o.internal = dnnl::memory(internal, engine(), nullptr);
     o.bf16_span = static_cast<int64_t>(user.get_size() / sizeof(float));
   }
   return o;
+}
+
+/**
+ * Element-wise conversion of a span: the same bytes serve every view over
+ * it, the forward's operand and its transpose in the gradient alike.
+ */
+std::string bf16_layout(int64_t span) {
+  return "bf16 span " + std::to_string(span);
+}
+
+/**
+ * `t` converted for operand `o`, set as o.internal's data: taken from
+ * `take` when it holds the same span, else converted into a buffer that is
+ * left in `leave` (when given).
+ */
+Tensor convert(Operand& o, const Tensor& t, const MatMulHandoff* take,
+               ConvertedOperand* leave) {
+  const std::string layout = bf16_layout(o.bf16_span);
+  if (take)
+    for (const ConvertedOperand* c : {&take->a, &take->b})
+      if (c->data.defined() && c->source.raw_data() == t.raw_data() &&
+          c->layout == layout) {
+        o.internal.set_data_handle(c->data.raw_data());
+        return c->data;
+      }
+  // Two bfloat16 values per float32 element of the buffer.
+  Tensor buffer =
+      empty_tensor(Shape{(o.bf16_span + 1) / 2}, float32, Device::cpu());
+  convert_to_bf16(static_cast<const float*>(t.raw_data()),
+                  static_cast<uint16_t*>(buffer.raw_data()), o.bf16_span);
+  o.internal.set_data_handle(buffer.raw_data());
+  if (leave) *leave = {t, buffer, layout};
+  return buffer;
 }
 
 /** A primitive with its memory objects; only the data pointers change. */
@@ -115,7 +150,8 @@ struct KeyHash {
   }
 };
 
-void matmul_f32(const Tensor& a, const Tensor& b, Tensor& out) {
+void matmul_f32(const MatMul& op, const Tensor& a, const Tensor& b,
+                Tensor& out) {
   const int64_t rank = out.rank();
   const Key key{{padded(a, rank), padded(b, rank), padded(out, rank)},
                 rank,
@@ -148,11 +184,13 @@ void matmul_f32(const Tensor& a, const Tensor& b, Tensor& out) {
   p.a.user.set_data_handle(a.raw_data());
   p.b.user.set_data_handle(b.raw_data());
   p.c.set_data_handle(out.raw_data());
-  for (Operand* o : {&p.a, &p.b})
-    if (o->bf16_span > 0)
-      convert_to_bf16(static_cast<const float*>(o->user.get_data_handle()),
-                      static_cast<uint16_t*>(o->internal.get_data_handle()),
-                      o->bf16_span);
+  Tensor converted[2];  // alive until the product ends
+  if (p.a.bf16_span > 0)
+    converted[0] =
+        convert(p.a, a, op.take.get(), op.leave ? &op.leave->a : nullptr);
+  if (p.b.bf16_span > 0)
+    converted[1] =
+        convert(p.b, b, op.take.get(), op.leave ? &op.leave->b : nullptr);
   p.primitive.execute(stream, {{DNNL_ARG_SRC, p.a.internal},
                                {DNNL_ARG_WEIGHTS, p.b.internal},
                                {DNNL_ARG_DST, p.c}});
@@ -198,7 +236,7 @@ void matmul_f64(const Tensor& a, const Tensor& b, Tensor& out) {
                 std::max<int64_t>(N, 1));
 }
 
-void matmul(const MatMul&, Inputs in, Tensor& out) {
+void matmul(const MatMul& op, Inputs in, Tensor& out) {
   if (out.numel() == 0) return;
   const Tensor a = plain(in[0]), b = plain(in[1]);
   if (a.shape()[a.rank() - 1] == 0) {
@@ -207,7 +245,7 @@ void matmul(const MatMul&, Inputs in, Tensor& out) {
     return;
   }
   if (out.dtype() == float32)
-    matmul_f32(a, b, out);
+    matmul_f32(op, a, b, out);
   else
     matmul_f64(a, b, out);
 }

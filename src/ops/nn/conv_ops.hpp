@@ -4,8 +4,8 @@
 // order stay convolutions. Layouts are channels-first: x (N, C, spatial...),
 // filter (O, C / groups, k...); the public functions transpose other layouts.
 #include <memory>
-#include <string>
 
+#include "ops/converted_operand.hpp"
 #include "ops/elementwise_ops.hpp"
 
 namespace tapeflow {
@@ -21,21 +21,9 @@ struct ConvAttrs {
 };
 
 /**
- * An operand one pass of a convolution converted into its kernel's layout
- * (oneDNN's blocked formats), kept for a later pass of the same convolution
- * that wants that layout, so that the conversion is not done twice. `source`
- * is the tensor it was converted from; `layout` is the backend's own
- * description of the bytes in `data`.
- */
-struct ConvertedOperand {
-  Tensor source, data;
-  std::string layout;
-};
-
-/**
- * What the passes of one recorded convolution hand each other: the forward
- * leaves x and the input gradient leaves dy for the filter gradient. Holding
- * x as the forward saw it is also what the tape's saved input means.
+ * What the passes of one recorded convolution hand each other, converted
+ * into oneDNN's blocked layouts: the forward leaves x and the input gradient
+ * leaves dy for the filter gradient.
  */
 struct ConvHandoff {
   ConvertedOperand x, dy;
