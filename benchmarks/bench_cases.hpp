@@ -109,6 +109,8 @@ void tf_matmul(benchmark::State& state, int64_t n);
 // input (pool), input, scale and offset (batch norm) for a fixed dy.
 void tf_conv2d(benchmark::State& state, ConvShape s, bool train);
 void tf_max_pool2d(benchmark::State& state, PoolShape s, bool train);
+/** max_pool2d_with_argmax (forward, output and indices) on the same shapes. */
+void tf_max_pool2d_with_argmax(benchmark::State& state, PoolShape s);
 void tf_batch_norm(benchmark::State& state, bool train);
 void onednn_conv2d(benchmark::State& state, ConvShape s, bool train);
 void onednn_max_pool2d(benchmark::State& state, PoolShape s, bool train);

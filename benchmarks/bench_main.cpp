@@ -128,6 +128,8 @@ void register_all() {
         reg(name + "/libtorch", kMicrosecond, torch_peer::max_pool2d, s, train);
       reg(name + "/onednn", kMicrosecond, onednn_max_pool2d, s, train);
     }
+    reg(std::string("max_pool2d_with_argmax") + s.name + "/tapeflow",
+        kMicrosecond, tf_max_pool2d_with_argmax, s);
   }
   for (bool train : {false, true}) {
     const std::string name = train ? "batch_norm_train" : "batch_norm_fwd";

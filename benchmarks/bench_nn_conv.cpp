@@ -66,6 +66,17 @@ void tf_max_pool2d(benchmark::State& state, PoolShape s, bool train) {
   run(state, train, {x}, dy, [&] { return tpf::nn::max_pool2d(x, o); });
 }
 
+void tf_max_pool2d_with_argmax(benchmark::State& state, PoolShape s) {
+  tpf::manual_seed(42);
+  const auto* d = s.dims;
+  const tpf::Tensor x = uniform({d[0], d[1], d[2], d[3]});
+  const tpf::nn::PoolOptions o{.ksize = {2, 2}, .strides = {2, 2}};
+  for (auto _ : state) {
+    const auto r = tpf::nn::max_pool2d_with_argmax(x, o);
+    benchmark::DoNotOptimize(r.argmax);
+  }
+}
+
 void tf_batch_norm(benchmark::State& state, bool train) {
   tpf::manual_seed(42);
   const auto* d = kBnShape;
