@@ -72,49 +72,57 @@ void binary(const Tensor& x, const Tensor& y, Tensor& out, F f) {
 }
 
 template <class Op, class F>
-void floating_unary(const Op&, Inputs in, Tensor& out) {
+void floating_unary(const Op&, Inputs in, Outputs outs) {
+  Tensor& out = outs[0];
   dispatch_floating(in[0].dtype(), Op::name, [&](auto tag) {
     using T = decltype(tag);
     unary<T, T>(in[0], out, F{});
   });
 }
 template <class Op, class F>
-void numeric_unary(const Op&, Inputs in, Tensor& out) {
+void numeric_unary(const Op&, Inputs in, Outputs outs) {
+  Tensor& out = outs[0];
   dispatch_numeric(in[0].dtype(), Op::name, [&](auto tag) {
     using T = decltype(tag);
     unary<T, T>(in[0], out, F{});
   });
 }
-void logical_not(const LogicalNot&, Inputs in, Tensor& out) {
+void logical_not(const LogicalNot&, Inputs in, Outputs outs) {
+  Tensor& out = outs[0];
   unary<uint8_t, uint8_t>(in[0], out, NotF{});
 }
 
 template <class Op, class F>
-void arithmetic(const Op&, Inputs in, Tensor& out) {
+void arithmetic(const Op&, Inputs in, Outputs outs) {
+  Tensor& out = outs[0];
   dispatch_numeric(in[0].dtype(), Op::name, [&](auto tag) {
     using T = decltype(tag);
     binary<T, T>(in[0], in[1], out, F{});
   });
 }
 template <class Op, class F>
-void floating_binary(const Op&, Inputs in, Tensor& out) {
+void floating_binary(const Op&, Inputs in, Outputs outs) {
+  Tensor& out = outs[0];
   dispatch_floating(in[0].dtype(), Op::name, [&](auto tag) {
     using T = decltype(tag);
     binary<T, T>(in[0], in[1], out, F{});
   });
 }
 template <class Op, class F>
-void compare(const Op&, Inputs in, Tensor& out) {
+void compare(const Op&, Inputs in, Outputs outs) {
+  Tensor& out = outs[0];
   dispatch_all(in[0].dtype(), [&](auto tag) {
     binary<uint8_t, decltype(tag)>(in[0], in[1], out, F{});
   });
 }
 template <class Op, class F>
-void logical(const Op&, Inputs in, Tensor& out) {
+void logical(const Op&, Inputs in, Outputs outs) {
+  Tensor& out = outs[0];
   binary<uint8_t, uint8_t>(in[0], in[1], out, F{});
 }
 
-void where(const Where&, Inputs in, Tensor& out) {
+void where(const Where&, Inputs in, Outputs outs) {
+  Tensor& out = outs[0];
   dispatch_all(in[1].dtype(), [&](auto tag) {
     using T = decltype(tag);
     launch_elementwise<4>(out, {&in[0], &in[1], &in[2]},
@@ -123,7 +131,8 @@ void where(const Where&, Inputs in, Tensor& out) {
   });
 }
 
-void cast(const Cast&, Inputs in, Tensor& out) {
+void cast(const Cast&, Inputs in, Outputs outs) {
+  Tensor& out = outs[0];
   dispatch_all(in[0].dtype(), [&](auto from) {
     dispatch_all(out.dtype(), [&](auto to) {
       using From = decltype(from);
@@ -134,7 +143,8 @@ void cast(const Cast&, Inputs in, Tensor& out) {
   });
 }
 
-void full(const Full& op, Inputs, Tensor& out) {
+void full(const Full& op, Inputs, Outputs outs) {
+  Tensor& out = outs[0];
   dispatch_all(out.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T v = std::is_same_v<T, uint8_t> ? T(op.value != 0)

@@ -51,7 +51,8 @@ Operand operand(const Tensor& input, const Shape& batch) {
           batch_stride};
 }
 
-void matmul(const MatMul&, Inputs in, Tensor& out) {
+void matmul(const MatMul&, Inputs in, Outputs outs) {
+  Tensor& out = outs[0];
   if (out.numel() == 0) return;
   const int64_t r = out.rank();
   const int64_t M = out.shape()[r - 2], N = out.shape()[r - 1];

@@ -139,7 +139,8 @@ void run(const ReduceOp& op, const Tensor& x, Tensor& out, T identity) {
 }
 
 template <class R, class Op, class Identity>
-void reduce(const Op& op, Inputs in, Tensor& out) {
+void reduce(const Op& op, Inputs in, Outputs outs) {
+  Tensor& out = outs[0];
   dispatch_numeric(in[0].dtype(), Op::name, [&](auto tag) {
     using T = decltype(tag);
     run<T, R>(op, in[0], out, Identity{}.template operator()<T>());

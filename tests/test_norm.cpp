@@ -343,12 +343,17 @@ TEST_CASE("a second-order gradient through fused_batch_norm is refused") {
 }
 
 namespace {
-/** channel_stats packed as batch_moments returns it: (2, C), mean; var. */
+/** channel_stats as a (2, C) tensor: mean; var. */
 tpf::Tensor packed_stats(const tpf::Tensor& x) {
   auto [m, v] = channel_stats(x);
   const int64_t c = static_cast<int64_t>(m.size());
   m.insert(m.end(), v.begin(), v.end());
   return tpf::from_vector(m, {2, c});
+}
+/** batch_moments' mean and variance as the rows of one (2, C) tensor. */
+tpf::Tensor moments_rows(const tpf::Tensor& x) {
+  const auto [m, v] = nn::batch_moments(x);
+  return tpf::concat({tpf::expand_dims(m, 0), tpf::expand_dims(v, 0)}, 0);
 }
 }  // namespace
 
@@ -359,19 +364,28 @@ TEST_CASE("batch_moments: one-pass statistics, gradcheck, accuracy") {
   const auto x2 = uniform64({6, 4}) - 3.0;
   const std::vector<testing::OpCase> cases = {
       {"batch_moments",
-       [](const Ts& in) { return nn::batch_moments(in[0]); },
+       [](const Ts& in) { return moments_rows(in[0]); },
        {x},
        packed_stats(x)},
       {"batch_moments rank 2",
-       [](const Ts& in) { return nn::batch_moments(in[0]); },
+       [](const Ts& in) { return moments_rows(in[0]); },
        {x2},
        packed_stats(x2)},
-      // The packed rows feed further ops (the var row through x - mean).
+      // Both outputs feed further ops (the variance's gradient through
+      // x - mean), and each alone (the other's gradient undefined).
       {"batch_moments composed",
        [](const Ts& in) {
-         const auto p = nn::batch_moments(in[0]);
-         return tpf::slice(p, {0, 0}, {1, 3}) * tpf::slice(p, {1, 0}, {1, 3});
+         const auto [m, v] = nn::batch_moments(in[0]);
+         return m * v;
        },
+       {x},
+       tpf::Tensor()},
+      {"batch_moments mean only",
+       [](const Ts& in) { return nn::batch_moments(in[0]).first * 3.0; },
+       {x},
+       tpf::Tensor()},
+      {"batch_moments variance only",
+       [](const Ts& in) { return nn::batch_moments(in[0]).second; },
        {x},
        tpf::Tensor()},
   };
@@ -380,12 +394,12 @@ TEST_CASE("batch_moments: one-pass statistics, gradcheck, accuracy") {
   // against the spread: float32 stays close to the float64 host loops.
   const auto big = uniform64({64, 2, 33, 17}) * 0.01 + 100.0;
   const auto expect = packed_stats(big);
-  CHECK_CLOSE(nn::batch_moments(big), expect, 1e-12, 1e-14);
-  const auto p32 = nn::batch_moments(big.cast(tpf::float32));
+  CHECK_CLOSE(moments_rows(big), expect, 1e-12, 1e-14);
+  const auto p32 = moments_rows(big.cast(tpf::float32));
   CHECK(p32.dtype() == tpf::float32);
   CHECK_CLOSE(p32.cast(tpf::float64), expect, 1e-5, 0);
   // Empty batch: NaN statistics, as the mean of nothing.
-  const auto e = nn::batch_moments(tpf::zeros({0, 3, 2}, tpf::float64));
+  const auto e = moments_rows(tpf::zeros({0, 3, 2}, tpf::float64));
   CHECK(e.shape() == tpf::Shape{2, 3});
   CHECK(std::isnan(e.to_vector<double>()[0]));
   expect_error<tpf::ShapeError>([] { nn::batch_moments(tpf::ones({3})); },

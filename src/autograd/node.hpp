@@ -1,10 +1,13 @@
 #pragma once
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "autograd/node_pool.hpp"
+#include "core/payload.hpp"
 #include "core/small_vector.hpp"
+#include "tapeflow/core/error.hpp"
 #include "tapeflow/core/tensor.hpp"
 
 namespace tapeflow::autograd {
@@ -16,25 +19,82 @@ struct TensorSpec {
   Device device = Device::cpu();
 };
 
-/** What an op's vjp sees: saved tensors, input specs and the output gradient.
- */
-struct VjpArgs {
-  std::span<const Tensor> inputs;  // empty unless the op saves its inputs
-  const Tensor& output;            // undefined unless the op saves its output
-  const Tensor& grad;              // gradient of the output
-  std::span<const TensorSpec> input_specs;
-  uint32_t needs_mask;  // bit i: some tape wants input i's gradient
-
-  const Tensor& x(size_t i = 0) const { return inputs[i]; }
-  /** Rules skip the work for inputs nobody differentiates (constants). */
-  bool needs(size_t i) const { return (needs_mask >> i) & 1u; }
-  const Shape& input_shape(size_t i = 0) const { return input_specs[i].shape; }
-};
-
 /** Flags an op sets in `static constexpr int save`. */
 inline constexpr int kSaveNothing = 0;
 inline constexpr int kSaveInputs = 1;
 inline constexpr int kSaveOutput = 2;
+
+/**
+ * Which outputs an op with kSaveOutput keeps: bit i for output i, from
+ * `static constexpr uint32_t saved_outputs` where the op declares it (batch
+ * norm keeps its statistics, not y), else all of them.
+ */
+template <class Op>
+constexpr uint32_t saved_outputs_of() {
+  if constexpr (requires { Op::saved_outputs; })
+    return Op::saved_outputs;
+  else
+    return ~uint32_t{0};
+}
+
+/**
+ * What an op's vjp sees: saved tensors, input specs, one gradient per output
+ * (undefined where none flows) and the payload its kernel left. Reading a
+ * tensor the op did not save throws instead of reading an empty handle.
+ */
+class VjpArgs {
+ public:
+  VjpArgs(const char* op, int saved, std::span<const Tensor> inputs,
+          std::span<const Tensor> outputs, std::span<const Tensor> grads,
+          std::span<const TensorSpec> input_specs, uint32_t needs_mask,
+          const PayloadPtr& payload)
+      : grad(grads[0]),
+        grads(grads),
+        input_specs(input_specs),
+        needs_mask(needs_mask),
+        payload(payload),
+        op_(op),
+        saved_(saved),
+        inputs_(inputs),
+        outputs_(outputs) {}
+
+  const Tensor& grad;                       // gradient of output 0
+  std::span<const Tensor> grads;            // one per output
+  std::span<const TensorSpec> input_specs;  // every input's
+  uint32_t needs_mask;        // bit i: some tape wants input i's gradient
+  const PayloadPtr& payload;  // what the forward kernel left, or null
+
+  /** Saved input i (the op must save its inputs). */
+  const Tensor& x(size_t i = 0) const {
+    if ((saved_ & kSaveInputs) == 0 || i >= inputs_.size())
+      throw_unsaved("input", i);
+    return inputs_[i];
+  }
+  /** Saved output i (the op must save its outputs). */
+  const Tensor& output(size_t i = 0) const {
+    if ((saved_ & kSaveOutput) == 0 || i >= outputs_.size() ||
+        !outputs_[i].defined())
+      throw_unsaved("output", i);
+    return outputs_[i];
+  }
+  /** Rules skip the work for inputs nobody differentiates (constants). */
+  bool needs(size_t i) const { return (needs_mask >> i) & 1u; }
+  const Shape& input_shape(size_t i = 0) const { return input_specs[i].shape; }
+
+ private:
+  [[noreturn]] void throw_unsaved(const char* what, size_t i) const {
+    const char* saves = saved_ == kSaveInputs   ? "saves only its inputs"
+                        : saved_ == kSaveOutput ? "saves only its output"
+                        : saved_ == 0           ? "saves nothing"
+                                                : "does not save it";
+    throw ValueError(std::string("[") + op_ + "] vjp reads " + what + " " +
+                     std::to_string(i) + " but the op " + saves);
+  }
+
+  const char* op_;
+  int saved_;
+  std::span<const Tensor> inputs_, outputs_;
+};
 
 /** One recorded op. Shared by every tape that recorded it. */
 class Node {
@@ -42,50 +102,50 @@ class Node {
   virtual ~Node() = default;
   virtual const char* name() const = 0;
   /**
-   * Gradient per input (undefined where none flows) from the output's;
-   * bit i of `needs` says whether input i's gradient is wanted.
+   * Gradient per input (undefined where none flows) from one gradient per
+   * output (undefined where none flows, at least one defined); bit i of
+   * `needs` says whether input i's gradient is wanted.
    */
-  virtual std::vector<Tensor> backward(const Tensor& grad,
+  virtual std::vector<Tensor> backward(std::span<const Tensor> grads,
                                        uint32_t needs) const = 0;
-  /** Several outputs (custom_gradient); undefined grads are left to the node.
-   */
-  virtual std::vector<Tensor> backward_multi(const std::vector<Tensor>& grads,
-                                             uint32_t needs) const {
-    return backward(grads[0], needs);
-  }
 
   SmallVector<TensorSpec, 2> input_specs;
-  TensorSpec output_spec;
 };
 
-/** Node of a registry op: keeps the op's attributes and what its vjp needs. */
+/**
+ * Node of a registry op: keeps the op's attributes, what its vjp needs and
+ * the payload its kernel left.
+ */
 template <class Op>
 class OpNode final : public Node {
  public:
-  OpNode(const Op& op, std::span<const Tensor> in, const Tensor& out)
-      : op_(op) {
+  OpNode(const Op& op, std::span<const Tensor> in, std::span<const Tensor> out,
+         PayloadPtr payload)
+      : op_(op), payload_(std::move(payload)) {
     for (const Tensor& t : in) {
       input_specs.push_back({t.shape(), t.dtype(), t.device()});
       if constexpr ((Op::save & kSaveInputs) != 0) saved_inputs_.push_back(t);
     }
-    output_spec = {out.shape(), out.dtype(), out.device()};
-    if constexpr ((Op::save & kSaveOutput) != 0) saved_output_ = out;
+    if constexpr ((Op::save & kSaveOutput) != 0)
+      for (size_t i = 0; i < out.size(); ++i)
+        saved_outputs_.push_back((saved_outputs_of<Op>() >> i) & 1u ? out[i]
+                                                                    : Tensor());
   }
   const char* name() const override { return Op::name; }
-  std::vector<Tensor> backward(const Tensor& grad,
+  std::vector<Tensor> backward(std::span<const Tensor> grads,
                                uint32_t needs) const override {
-    VjpArgs args{{saved_inputs_.begin(), saved_inputs_.size()},
-                 saved_output_,
-                 grad,
-                 {input_specs.begin(), input_specs.size()},
-                 needs};
+    const VjpArgs args(
+        Op::name, Op::save, {saved_inputs_.begin(), saved_inputs_.size()},
+        {saved_outputs_.begin(), saved_outputs_.size()}, grads,
+        {input_specs.begin(), input_specs.size()}, needs, payload_);
     return op_.vjp(args);
   }
 
  private:
   Op op_;
   SmallVector<Tensor, 2> saved_inputs_;
-  Tensor saved_output_;
+  SmallVector<Tensor, 1> saved_outputs_;
+  PayloadPtr payload_;
 };
 
 /** Type-erased "make the node" callback: called at most once per op. */
@@ -113,20 +173,25 @@ extern thread_local int g_recording_tapes
     __attribute__((tls_model("initial-exec")));
 #endif
 
-/** Appends a node to every recording tape that tracks one of `in`. */
-void record_node(std::span<const Tensor> in, const Tensor& out,
+/**
+ * Appends a node to every recording tape that tracks one of `in`; every
+ * floating output gets a slot (integer outputs carry no gradient).
+ */
+void record_node(std::span<const Tensor> in, std::span<const Tensor> out,
                  const NodeFactory& make);
 
 /** Records `op` if some tape on this thread is recording. */
 template <class Op>
 inline void record(const Op& op, std::span<const Tensor> in,
-                   const Tensor& out) {
+                   std::span<const Tensor> out, PayloadPtr&& payload) {
   if constexpr (requires(const Op& o, const VjpArgs& a) { o.vjp(a); }) {
     if (g_recording_tapes == 0) return;
-    if (!is_floating(out.dtype())) return;  // integer results carry no gradient
+    bool floating = false;
+    for (const Tensor& y : out) floating |= is_floating(y.dtype());
+    if (!floating) return;  // integer results carry no gradient
     auto make = [&] {
       return std::shared_ptr<Node>(std::allocate_shared<OpNode<Op>>(
-          NodeAllocator<OpNode<Op>>(), op, in, out));
+          NodeAllocator<OpNode<Op>>(), op, in, out, std::move(payload)));
     };
     record_node(in, out, NodeFactory(make));
   }

@@ -81,8 +81,8 @@ int32_t TapeState::slot_of(const Tensor& t) {
   return watch(t);
 }
 
-void record_node_multi(std::span<const Tensor> in, std::span<const Tensor> outs,
-                       const NodeFactory& make) {
+void record_node(std::span<const Tensor> in, std::span<const Tensor> out,
+                 const NodeFactory& make) {
   std::shared_ptr<Node> node;
   for (TapeState* tape : t_tapes) {
     if (tape->paused) continue;
@@ -96,18 +96,16 @@ void record_node_multi(std::span<const Tensor> in, std::span<const Tensor> outs,
     if (!tracked) continue;
     if (!node) node = make();
     entry.node = node;
-    for (const Tensor& y : outs) {
-      const int32_t s = tape->next_slot++;
-      y.impl()->marks.add(tape->serial, s);
+    for (const Tensor& y : out) {
+      int32_t s = -1;
+      if (is_floating(y.dtype())) {
+        s = tape->next_slot++;
+        y.impl()->marks.add(tape->serial, s);
+      }
       entry.output_slots.push_back(s);
     }
     tape->entries.push_back(std::move(entry));
   }
-}
-
-void record_node(std::span<const Tensor> in, const Tensor& out,
-                 const NodeFactory& make) {
-  record_node_multi(in, std::span<const Tensor>(&out, 1), make);
 }
 
 }  // namespace tapeflow::autograd
@@ -272,21 +270,19 @@ std::vector<Tensor> GradientTape::gradient(
   for (auto it = s.entries.rbegin(); it != s.entries.rend(); ++it) {
     const autograd::TapeEntry& e = *it;
     bool any = false;
-    for (int32_t o : e.output_slots) any |= grads[o].defined();
+    for (int32_t o : e.output_slots) any |= o >= 0 && grads[o].defined();
     if (!any) continue;
-    std::vector<Tensor> gys;
-    gys.reserve(e.output_slots.size());
+    SmallVector<Tensor, 1> gys;
     for (int32_t o : e.output_slots) {
-      gys.push_back(grads[o]);
-      if (!keep[o]) grads[o] = Tensor();  // consumers are all done
+      gys.push_back(o >= 0 ? grads[o] : Tensor());
+      if (o >= 0 && !keep[o]) grads[o] = Tensor();  // consumers are all done
     }
     uint32_t needs = 0;
     for (size_t i = 0; i < e.input_slots.size() && i < 32; ++i)
       needs |= uint32_t{e.input_slots[i] >= 0} << i;
     if (e.input_slots.size() > 32) needs = ~uint32_t{0};
-    std::vector<Tensor> gxs = e.output_slots.size() == 1
-                                  ? e.node->backward(gys[0], needs)
-                                  : e.node->backward_multi(gys, needs);
+    const std::vector<Tensor> gxs =
+        e.node->backward({gys.begin(), gys.size()}, needs);
     for (size_t i = 0; i < e.input_slots.size() && i < gxs.size(); ++i) {
       const int32_t slot = e.input_slots[i];
       if (slot < 0 || !gxs[i].defined()) continue;

@@ -38,8 +38,4 @@ class TapeState {
 /** Re-derives g_recording_tapes after a tape or guard changed state. */
 void refresh_recording();
 
-/** Appends a node with several outputs (custom_gradient). */
-void record_node_multi(std::span<const Tensor> in, std::span<const Tensor> outs,
-                       const NodeFactory& make);
-
 }  // namespace tapeflow::autograd

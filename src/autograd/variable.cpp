@@ -47,12 +47,9 @@ class CustomNode final : public autograd::Node {
   CustomNode(GradFunction grad, std::vector<autograd::TensorSpec> outs)
       : grad_(std::move(grad)), outs_(std::move(outs)) {}
   const char* name() const override { return "custom_gradient"; }
-  std::vector<Tensor> backward(const Tensor& g, uint32_t needs) const override {
-    return backward_multi({g}, needs);
-  }
-  std::vector<Tensor> backward_multi(const std::vector<Tensor>& grads,
-                                     uint32_t) const override {
-    std::vector<Tensor> full(grads);
+  std::vector<Tensor> backward(std::span<const Tensor> grads,
+                               uint32_t) const override {
+    std::vector<Tensor> full(grads.begin(), grads.end());
     for (size_t i = 0; i < full.size(); ++i)
       if (!full[i].defined())
         full[i] = zeros(outs_[i].shape, outs_[i].dtype, outs_[i].device);
@@ -95,10 +92,9 @@ std::vector<Tensor> custom_gradient(
     auto node = std::make_shared<CustomNode>(r.grad, specs);
     for (const Tensor& x : inputs)
       node->input_specs.push_back({x.shape(), x.dtype(), x.device()});
-    node->output_spec = specs.empty() ? autograd::TensorSpec{} : specs[0];
     return std::shared_ptr<autograd::Node>(node);
   };
-  autograd::record_node_multi(inputs, outs, autograd::NodeFactory(make));
+  autograd::record_node(inputs, outs, autograd::NodeFactory(make));
   return outs;
 }
 

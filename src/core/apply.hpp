@@ -1,6 +1,8 @@
 #pragma once
+#include <array>
 #include <functional>
 #include <initializer_list>
+#include <type_traits>
 
 #include "autograd/node.hpp"
 #include "core/registry.hpp"
@@ -11,63 +13,130 @@ namespace tapeflow {
 /** The device all inputs share, or DeviceError naming `op`. */
 Device common_device(const char* op, Inputs in);
 
-/** Runs `op` on the CPU for inputs living on a device without a kernel. */
-Tensor run_soft_placed(const char* op, Inputs in, Device device,
-                       const std::function<void(Inputs, Tensor&)>& cpu_run,
-                       const autograd::TensorSpec& spec);
+/**
+ * Runs `op` on the CPU for inputs living on a device without a kernel:
+ * host copies in, outputs of `specs` allocated on the host and copied into
+ * `out` on `device`.
+ */
+void run_soft_placed(const char* op, Inputs in, Device device,
+                     const std::function<void(Inputs, Outputs)>& cpu_run,
+                     std::span<const autograd::TensorSpec> specs,
+                     std::span<Tensor> out, PayloadPtr* payload);
 [[noreturn]] void throw_no_kernel(const char* op, Device device);
+
+namespace detail {
+template <class Specs>
+struct SpecCount : std::integral_constant<size_t, 1> {};
+template <size_t N>
+struct SpecCount<std::array<autograd::TensorSpec, N>>
+    : std::integral_constant<size_t, N> {};
+}  // namespace detail
+
+/**
+ * How many outputs Op has: `infer` returns one TensorSpec, or a
+ * std::array of them for several (max pooling's workspace, batch norm's
+ * statistics).
+ */
+template <class Op>
+inline constexpr size_t num_outputs =
+    detail::SpecCount<decltype(std::declval<const Op&>().infer(
+        Inputs{}))>::value;
+
+/** What apply returns: a Tensor, or an array of them for several outputs. */
+template <class Op>
+using OpResult = std::conditional_t<num_outputs<Op> == 1, Tensor,
+                                    std::array<Tensor, num_outputs<Op>>>;
+
+/** The outputs of apply_keeping, and what the kernel left (or null). */
+template <class Op>
+struct Kept {
+  OpResult<Op> out;
+  PayloadPtr payload;
+};
+
+namespace detail {
+
+template <class Op>
+std::array<autograd::TensorSpec, num_outputs<Op>> output_specs(const Op& op,
+                                                               Inputs in) {
+  if constexpr (num_outputs<Op> == 1)
+    return {op.infer(in)};
+  else
+    return op.infer(in);
+}
 
 /**
  * The path of every computing op: device check, shape/dtype inference (errors
  * before any kernel runs), allocation, the device's kernel, tape recording.
+ * The kernel may leave a payload when `keep` is given (the caller wants it)
+ * or a tape records (its node keeps it).
  */
 template <class Op>
-Tensor apply_on(Device device, const Op& op, Inputs in) {
-  const autograd::TensorSpec spec = op.infer(in);
-  Kernel<Op> kernel = KernelTable<Op>::kernels[static_cast<int>(device.type)];
-  if (!kernel) [[unlikely]] {
-    ensure_backends_registered();
-    kernel = KernelTable<Op>::kernels[static_cast<int>(device.type)];
-  }
-  Tensor out;
-  if (kernel) [[likely]] {
-    if (placement_logging_enabled()) [[unlikely]]
-      log_placement(Op::name, device,
-                    KernelTable<Op>::backends[static_cast<int>(device.type)],
-                    false);
-    out = empty_tensor(spec.shape, spec.dtype, device);
-    kernel(op, in, out);
+OpResult<Op> run(Device device, const Op& op, Inputs in, PayloadPtr* keep) {
+  constexpr size_t n = num_outputs<Op>;
+  const auto specs = output_specs(op, in);
+  std::array<Tensor, n> out;
+  PayloadPtr payload;
+  PayloadPtr* slot =
+      keep ? keep : (autograd::g_recording_tapes > 0 ? &payload : nullptr);
+  if (Kernel<Op> kernel = find_kernel<Op>(device)) [[likely]] {
+    for (size_t i = 0; i < n; ++i)
+      out[i] = empty_tensor(specs[i].shape, specs[i].dtype, device);
+    kernel(op, in, Outputs(out, slot));
   } else {
     Kernel<Op> cpu = KernelTable<Op>::kernels[0];
     if (!cpu) throw_no_kernel(Op::name, device);
-    out = run_soft_placed(
+    run_soft_placed(
         Op::name, in, device,
-        [&](Inputs host_in, Tensor& host_out) {
+        [&](Inputs host_in, Outputs host_out) {
           log_placement(Op::name, Device::cpu(), KernelTable<Op>::backends[0],
                         true);
           cpu(op, host_in, host_out);
         },
-        spec);
+        specs, out, slot);
   }
-  autograd::record(op, in, out);
-  return out;
+  autograd::record(op, in, out, PayloadPtr(keep ? *keep : payload));
+  if constexpr (n == 1)
+    return std::move(out[0]);
+  else
+    return out;
+}
+
+}  // namespace detail
+
+template <class Op>
+OpResult<Op> apply_on(Device device, const Op& op, Inputs in) {
+  return detail::run(device, op, in, nullptr);
 }
 
 template <class Op>
-Tensor apply(const Op& op, Inputs in) {
-  return apply_on(common_device(Op::name, in), op, in);
+OpResult<Op> apply(const Op& op, Inputs in) {
+  return detail::run(common_device(Op::name, in), op, in, nullptr);
 }
 
 template <class Op>
-Tensor apply(const Op& op, std::initializer_list<Tensor> in) {
+OpResult<Op> apply(const Op& op, std::initializer_list<Tensor> in) {
   return apply(op, Inputs(in.begin(), in.size()));
+}
+
+/**
+ * apply, also returning what the kernel left for a later pass whether or
+ * not a tape records (a gradient rule hands one pass's payload to the next).
+ */
+template <class Op>
+Kept<Op> apply_keeping(const Op& op, std::initializer_list<Tensor> in) {
+  const Inputs inputs(in.begin(), in.size());
+  Kept<Op> r;
+  r.out = detail::run(common_device(Op::name, inputs), op, inputs, &r.payload);
+  return r;
 }
 
 /** Ops that only reinterpret storage: `op.view(x)` builds the result. */
 template <class Op>
 Tensor apply_view(const Op& op, const Tensor& x) {
   Tensor out = op.view(x);
-  autograd::record(op, Inputs(&x, 1), out);
+  autograd::record(op, Inputs(&x, 1), std::span<const Tensor>(&out, 1),
+                   PayloadPtr());
   return out;
 }
 

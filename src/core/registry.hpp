@@ -2,15 +2,40 @@
 #include <span>
 
 #include "core/device_backend.hpp"
+#include "core/payload.hpp"
 #include "tapeflow/core/tensor.hpp"
 
 namespace tapeflow {
 
 using Inputs = std::span<const Tensor>;
 
-/** A kernel fills the preallocated `out` from `in` for one op on one device. */
+/**
+ * The preallocated outputs of one op call, and the slot for what its kernel
+ * may leave for the op's own gradient. The slot exists only while something
+ * keeps it (a recording tape, or a caller of apply_keeping): inference keeps
+ * nothing, and a kernel asks keeps_payload() before converting anything
+ * extra.
+ */
+class Outputs {
+ public:
+  Outputs(std::span<Tensor> tensors, PayloadPtr* payload)
+      : tensors_(tensors), payload_(payload) {}
+  Tensor& operator[](size_t i) const { return tensors_[i]; }
+  size_t size() const { return tensors_.size(); }
+  bool keeps_payload() const { return payload_ != nullptr; }
+  void leave(PayloadPtr p) const {
+    if (payload_) *payload_ = std::move(p);
+  }
+
+ private:
+  std::span<Tensor> tensors_;
+  PayloadPtr* payload_;
+};
+
+/** A kernel fills the preallocated outputs from `in` for one op on one device.
+ */
 template <class Op>
-using Kernel = void (*)(const Op& op, Inputs in, Tensor& out);
+using Kernel = void (*)(const Op& op, Inputs in, Outputs out);
 
 /** One table per op type: a kernel (and its backend's name) per device. */
 template <class Op>
@@ -42,5 +67,22 @@ void ensure_backends_registered();
 void log_placement(const char* op, Device device, const char* backend,
                    bool soft);
 bool placement_logging_enabled();
+
+/**
+ * The kernel of Op for `device` (null if it has none), registering the
+ * backends on the first miss; logs the placement when asked to.
+ */
+template <class Op>
+Kernel<Op> find_kernel(Device device) {
+  const int d = static_cast<int>(device.type);
+  Kernel<Op> kernel = KernelTable<Op>::kernels[d];
+  if (!kernel) [[unlikely]] {
+    ensure_backends_registered();
+    kernel = KernelTable<Op>::kernels[d];
+  }
+  if (kernel && placement_logging_enabled()) [[unlikely]]
+    log_placement(Op::name, device, KernelTable<Op>::backends[d], false);
+  return kernel;
+}
 
 }  // namespace tapeflow

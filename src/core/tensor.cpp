@@ -183,16 +183,19 @@ void throw_no_kernel(const char* op, Device device) {
                     (config::soft_placement() ? "on" : "off") + ")");
 }
 
-Tensor run_soft_placed(const char* op, Inputs in, Device device,
-                       const std::function<void(Inputs, Tensor&)>& cpu_run,
-                       const autograd::TensorSpec& spec) {
+void run_soft_placed(const char* op, Inputs in, Device device,
+                     const std::function<void(Inputs, Outputs)>& cpu_run,
+                     std::span<const autograd::TensorSpec> specs,
+                     std::span<Tensor> out, PayloadPtr* payload) {
   if (!config::soft_placement()) throw_no_kernel(op, device);
   std::vector<Tensor> host;
   host.reserve(in.size());
   for (const Tensor& t : in) host.push_back(t.cpu());
-  Tensor out = empty_tensor(spec.shape, spec.dtype, Device::cpu());
-  cpu_run(host, out);
-  return out.to(device);
+  std::vector<Tensor> host_out;
+  for (const autograd::TensorSpec& s : specs)
+    host_out.push_back(empty_tensor(s.shape, s.dtype, Device::cpu()));
+  cpu_run(host, Outputs(host_out, payload));
+  for (size_t i = 0; i < out.size(); ++i) out[i] = host_out[i].to(device);
 }
 
 }  // namespace tapeflow

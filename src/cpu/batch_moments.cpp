@@ -62,17 +62,19 @@ Sums row_sums(const T* p, int64_t n, T shift) {
 
 }  // namespace
 
-void batch_moments_direct(const BatchMoments& op, Inputs in, Tensor& out) {
-  const Tensor x = in[0].is_contiguous() ? in[0] : materialize(in[0]);
+void channel_moments(const Tensor& x_in, Tensor& mean, Tensor& variance) {
+  const Tensor x = materialize(x_in);
   const int64_t n = x.shape()[0], c = x.shape()[1],
                 s = n * c != 0 ? x.numel() / (n * c) : 0;
   if (c == 0) return;
-  dispatch_floating(x.dtype(), op.name, [&](auto tag) {
+  dispatch_floating(x.dtype(), "batch_moments", [&](auto tag) {
     using T = decltype(tag);
     const T* px = static_cast<const T*>(x.raw_data());
-    T* po = static_cast<T*>(out.raw_data());
+    T* pm = static_cast<T*>(mean.raw_data());
+    T* pv = static_cast<T*>(variance.raw_data());
     if (n * s == 0) {
-      std::fill_n(po, 2 * c, std::numeric_limits<T>::quiet_NaN());
+      std::fill_n(pm, c, std::numeric_limits<T>::quiet_NaN());
+      std::fill_n(pv, c, std::numeric_limits<T>::quiet_NaN());
       return;
     }
     // Tasks are blocks of rows (n, c) in memory order, one sequential stream
@@ -103,10 +105,14 @@ void batch_moments_direct(const BatchMoments& op, Inputs in, Tensor& out) {
         acc.q += part[b * c + ch].q;
       }
       const double dm = acc.s / count;
-      po[ch] = T(double(px[ch * s]) + dm);
-      po[c + ch] = T(std::max(0.0, acc.q / count - dm * dm));
+      pm[ch] = T(double(px[ch * s]) + dm);
+      pv[ch] = T(std::max(0.0, acc.q / count - dm * dm));
     }
   });
+}
+
+void batch_moments_direct(const BatchMoments&, Inputs in, Outputs out) {
+  channel_moments(in[0], out[0], out[1]);
 }
 
 }  // namespace tapeflow::cpu

@@ -23,10 +23,6 @@
 namespace tapeflow::cpu {
 namespace {
 
-Tensor dense(const Tensor& t) {
-  return t.is_contiguous() ? t : materialize(t);
-}
-
 struct Dims {
   int64_t n, c, s;
 };
@@ -95,9 +91,19 @@ void affine_row(T* out, const T* u, const T* v, int64_t n, T a, T b, T c,
 
 }  // namespace
 
-void batch_norm_direct(const FusedBatchNorm& op, Inputs in, Tensor& out) {
-  const Tensor x = dense(in[0]), scale = dense(in[1]), offset = dense(in[2]),
-               mean = dense(in[3]), var = dense(in[4]);
+void batch_norm_direct(const FusedBatchNorm& op, Inputs in, Outputs outs) {
+  Tensor& out = outs[0];
+  const Tensor x = materialize(in[0]), scale = materialize(in[1]),
+               offset = materialize(in[2]);
+  // Training normalizes with the batch's moments; inference with the given
+  // statistics, which come back as outputs 1 and 2.
+  if (op.training) {
+    channel_moments(x, outs[1], outs[2]);
+  } else {
+    write_into(outs[1], in[3], op.name);
+    write_into(outs[2], in[4], op.name);
+  }
+  const Tensor mean = outs[1], var = outs[2];
   const Dims d = dims_of(x);
   dispatch_floating(x.dtype(), op.name, [&](auto tag) {
     using T = decltype(tag);
@@ -122,17 +128,18 @@ void batch_norm_direct(const FusedBatchNorm& op, Inputs in, Tensor& out) {
   });
 }
 
-void batch_norm_grad_direct(const BatchNormGrad& op, Inputs in, Tensor& out) {
-  const Tensor x = dense(in[0]), dy = dense(in[1]), scale = dense(in[2]),
-               mean = dense(in[3]), var = dense(in[4]);
+void batch_norm_grad_direct(const BatchNormGrad& op, Inputs in, Outputs outs) {
+  const Tensor x = materialize(in[0]), dy = materialize(in[1]),
+               scale = materialize(in[2]), mean = materialize(in[3]),
+               var = materialize(in[4]);
   const Dims d = dims_of(x);
   dispatch_floating(x.dtype(), op.name, [&](auto tag) {
     using T = decltype(tag);
     const T *px = ptr<T>(x), *pdy = ptr<T>(dy), *ps = ptr<T>(scale),
             *pm = ptr<T>(mean), *pv = ptr<T>(var);
-    T* pdx = static_cast<T*>(out.raw_data());
-    T* pdscale = pdx + x.numel();
-    T* pdoffset = pdscale + d.c;
+    T* pdx = static_cast<T*>(outs[0].raw_data());
+    T* pdscale = static_cast<T*>(outs[1].raw_data());
+    T* pdoffset = static_cast<T*>(outs[2].raw_data());
     const bool streaming = x.numel() * int64_t(sizeof(T)) >= kStreamingBytes;
     // Training: dx = k (dy - (sum dy + xhat sum dy xhat) / count) with
     // xhat = (x - mean) inv, i.e. dx = k dy + a x + b per channel.

@@ -7,31 +7,36 @@ namespace tapeflow::cpu {
 namespace {
 
 template <class Op, class F>
-void arithmetic(const Op&, Inputs in, Tensor& out) {
+void arithmetic(const Op&, Inputs in, Outputs outs) {
+  Tensor& out = outs[0];
   dispatch_numeric(in[0].dtype(), Op::name, [&](auto tag) {
     using T = decltype(tag);
     binary_kernel<T, T>(in[0], in[1], out, F{});
   });
 }
 template <class Op, class F>
-void floating(const Op&, Inputs in, Tensor& out) {
+void floating(const Op&, Inputs in, Outputs outs) {
+  Tensor& out = outs[0];
   dispatch_floating(in[0].dtype(), Op::name, [&](auto tag) {
     using T = decltype(tag);
     binary_kernel<T, T>(in[0], in[1], out, F{});
   });
 }
 template <class Op, class F>
-void compare(const Op&, Inputs in, Tensor& out) {
+void compare(const Op&, Inputs in, Outputs outs) {
+  Tensor& out = outs[0];
   dispatch_all(in[0].dtype(), [&](auto tag) {
     binary_kernel<decltype(tag), uint8_t>(in[0], in[1], out, F{});
   });
 }
 template <class Op, class F>
-void logical(const Op&, Inputs in, Tensor& out) {
+void logical(const Op&, Inputs in, Outputs outs) {
+  Tensor& out = outs[0];
   binary_kernel<uint8_t, uint8_t>(in[0], in[1], out, F{});
 }
 
-void where(const Where&, Inputs in, Tensor& out) {
+void where(const Where&, Inputs in, Outputs outs) {
+  Tensor& out = outs[0];
   dispatch_all(in[1].dtype(), [&](auto tag) {
     using T = decltype(tag);
     const uint8_t* c = static_cast<const uint8_t*>(in[0].raw_data());

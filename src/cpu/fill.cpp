@@ -20,7 +20,8 @@ To convert(From v) {
 }
 
 /** Strided copy with conversion; out may itself be a strided view. */
-void cast(const Cast&, Inputs in, Tensor& out) {
+void cast(const Cast&, Inputs in, Outputs outs) {
+  Tensor& out = outs[0];
   dispatch_all(in[0].dtype(), [&](auto from) {
     dispatch_all(out.dtype(), [&](auto to) {
       using From = decltype(from);
@@ -43,7 +44,8 @@ void cast(const Cast&, Inputs in, Tensor& out) {
   });
 }
 
-void full(const Full& op, Inputs, Tensor& out) {
+void full(const Full& op, Inputs, Outputs outs) {
+  Tensor& out = outs[0];
   dispatch_all(out.dtype(), [&](auto tag) {
     using T = decltype(tag);
     T* o = static_cast<T*>(out.raw_data());
@@ -149,7 +151,8 @@ void fill_random(Tensor& out, uint64_t seed, uint64_t offset, Gen gen) {
   });
 }
 
-void random_uniform(const RandomUniform& op, Inputs, Tensor& out) {
+void random_uniform(const RandomUniform& op, Inputs, Outputs outs) {
+  Tensor& out = outs[0];
   const double lo = op.lo, span = op.hi - op.lo;
   fill_random(out, op.seed, op.offset, [lo, span](const auto& w, auto tag) {
     const double u = std::is_same_v<decltype(tag), float>
@@ -159,7 +162,8 @@ void random_uniform(const RandomUniform& op, Inputs, Tensor& out) {
   });
 }
 
-void random_normal(const RandomNormal& op, Inputs, Tensor& out) {
+void random_normal(const RandomNormal& op, Inputs, Outputs outs) {
+  Tensor& out = outs[0];
   fill_random(out, op.seed, op.offset, [&](const auto& w, auto) {
     // Box-Muller; 1 - u keeps the logarithm's argument in (0, 1].
     const double u1 = 1.0 - unit_double(w[0], w[1]);

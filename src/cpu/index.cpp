@@ -40,12 +40,14 @@ Tensor region(const Tensor& out, const Shape& begin, const Shape& shape) {
   return make_view(out, shape, out.strides(), offset);
 }
 
-void slice_grad(const SliceGrad& op, Inputs in, Tensor& out) {
+void slice_grad(const SliceGrad& op, Inputs in, Outputs outs) {
+  Tensor& out = outs[0];
   zero(out);
   copy_into(in[0], region(out, op.begin, in[0].shape()));
 }
 
-void concat(const Concat& op, Inputs in, Tensor& out) {
+void concat(const Concat& op, Inputs in, Outputs outs) {
+  Tensor& out = outs[0];
   Shape begin;
   begin.resize(out.rank());
   for (const Tensor& t : in) {
@@ -80,7 +82,8 @@ Blocks blocks_of(const Shape& s, int64_t axis) {
   return b;
 }
 
-void gather(const Gather& op, Inputs in, Tensor& out) {
+void gather(const Gather& op, Inputs in, Outputs outs) {
+  Tensor& out = outs[0];
   const Tensor p = materialize(in[0]);
   const Blocks b = blocks_of(p.shape(), op.axis);
   const std::vector<int64_t> idx = checked_indices(in[1], b.axis, "gather");
@@ -99,7 +102,8 @@ void gather(const Gather& op, Inputs in, Tensor& out) {
       });
 }
 
-void gather_grad(const GatherGrad& op, Inputs in, Tensor& out) {
+void gather_grad(const GatherGrad& op, Inputs in, Outputs outs) {
+  Tensor& out = outs[0];
   const Tensor g = materialize(in[1]);
   const Blocks b = blocks_of(op.params_shape, op.axis);
   const std::vector<int64_t> idx =
@@ -122,7 +126,8 @@ void gather_grad(const GatherGrad& op, Inputs in, Tensor& out) {
   });
 }
 
-void one_hot(const OneHot& op, Inputs in, Tensor& out) {
+void one_hot(const OneHot& op, Inputs in, Outputs outs) {
+  Tensor& out = outs[0];
   const std::vector<int64_t> idx = in[0].to_vector<int64_t>();
   dispatch_all(out.dtype(), [&](auto tag) {
     using T = decltype(tag);

@@ -27,7 +27,8 @@ void for_each_matrix(const Tensor& input, Fn&& fn) {
        n);
 }
 
-void inverse(const MatrixInverse& op, Inputs in, Tensor& out) {
+void inverse(const MatrixInverse& op, Inputs in, Outputs outs) {
+  Tensor& out = outs[0];
   dispatch_floating(in[0].dtype(), op.name, [&](auto tag) {
     using T = decltype(tag);
     T* o = static_cast<T*>(out.raw_data());
@@ -47,7 +48,8 @@ void inverse(const MatrixInverse& op, Inputs in, Tensor& out) {
   });
 }
 
-void determinant(const MatrixDeterminant& op, Inputs in, Tensor& out) {
+void determinant(const MatrixDeterminant& op, Inputs in, Outputs outs) {
+  Tensor& out = outs[0];
   dispatch_floating(in[0].dtype(), op.name, [&](auto tag) {
     using T = decltype(tag);
     T* o = static_cast<T*>(out.raw_data());

@@ -33,7 +33,7 @@ void store(T* p, const V& v) {
     v.store_unaligned(p);
 }
 
-void gradient_descent(const ApplyGradientDescent& op, Inputs in, Tensor&) {
+void gradient_descent(const ApplyGradientDescent& op, Inputs in, Outputs) {
   dispatch_floating(in[0].dtype(), op.name, [&](auto tag) {
     using T = decltype(tag);
     T* w = in[0].data<T>();
@@ -45,7 +45,7 @@ void gradient_descent(const ApplyGradientDescent& op, Inputs in, Tensor&) {
   });
 }
 
-void adam(const ApplyAdam& op, Inputs in, Tensor&) {
+void adam(const ApplyAdam& op, Inputs in, Outputs) {
   dispatch_floating(in[0].dtype(), op.name, [&](auto tag) {
     using T = decltype(tag);
     T* w = in[0].data<T>();

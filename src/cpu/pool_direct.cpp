@@ -123,22 +123,18 @@ void spread_window(const Geo& g, T* plane, const Window& w, T v) {
         plane[(d * g.in[1] + h) * g.in[2] + x] += v;
 }
 
-Tensor dense(const Tensor& t) {
-  return t.is_contiguous() ? t : materialize(t);
-}
-
 }  // namespace
 
-void max_pool_direct(const MaxPool& op, Inputs in, Tensor& out) {
-  const Tensor x = dense(in[0]);
+void max_pool_direct(const MaxPool& op, Inputs in, Outputs outs) {
+  Tensor& out = outs[0];
+  const Tensor x = materialize(in[0]);
   const Geo g = geometry(op.w, x.shape());
-  Tensor* ws = op.workspace.get();
-  if (ws) *ws = empty_tensor(out.shape(), int32, out.device());
+  int32_t* pws =
+      op.with_workspace ? static_cast<int32_t*>(outs[1].raw_data()) : nullptr;
   dispatch_floating(x.dtype(), op.name, [&](auto tag) {
     using T = decltype(tag);
     const T* px = static_cast<const T*>(x.raw_data());
     T* py = static_cast<T*>(out.raw_data());
-    int32_t* pws = ws ? static_cast<int32_t*>(ws->raw_data()) : nullptr;
     over_windows(g, [&](int64_t p, int64_t o, const Window& w) {
       const T* plane = px + p * g.in_size();
       const int64_t at = argmax_in(g, plane, w);
@@ -148,21 +144,24 @@ void max_pool_direct(const MaxPool& op, Inputs in, Tensor& out) {
   });
 }
 
-void max_pool_argmax_direct(const MaxPoolArgmax& op, Inputs in, Tensor& out) {
-  const Tensor x = dense(in[0]);
-  const Geo g = geometry(op.w, x.shape());
-  int64_t* pi = static_cast<int64_t*>(out.raw_data());
-  dispatch_floating(x.dtype(), op.name, [&](auto tag) {
-    using T = decltype(tag);
-    const T* px = static_cast<const T*>(x.raw_data());
-    over_windows(g, [&](int64_t p, int64_t o, const Window& w) {
-      pi[p * g.out_size() + o] = argmax_in(g, px + p * g.in_size(), w);
-    });
+void max_pool_argmax_direct(const MaxPoolArgmax& op, Inputs in, Outputs outs) {
+  const Tensor ws = materialize(in[0]);
+  const Geo g = geometry(op.w, op.input_shape);
+  const int64_t channels = op.input_shape[1];
+  const int32_t* pws = static_cast<const int32_t*>(ws.raw_data());
+  int64_t* pi = static_cast<int64_t*>(outs[0].raw_data());
+  over_windows(g, [&](int64_t p, int64_t o, const Window& w) {
+    const int64_t i = p * g.out_size() + o;
+    const int64_t n = p / channels, c = p % channels;
+    const int64_t batch =
+        op.include_batch_in_index ? n * g.in_size() * channels : 0;
+    pi[i] = plane_offset(g, w, pws[i]) * channels + c + batch;
   });
 }
 
-void avg_pool_direct(const AvgPool& op, Inputs in, Tensor& out) {
-  const Tensor x = dense(in[0]);
+void avg_pool_direct(const AvgPool& op, Inputs in, Outputs outs) {
+  Tensor& out = outs[0];
+  const Tensor x = materialize(in[0]);
   const Geo g = geometry(op.w, x.shape());
   dispatch_floating(x.dtype(), op.name, [&](auto tag) {
     using T = decltype(tag);
@@ -177,8 +176,10 @@ void avg_pool_direct(const AvgPool& op, Inputs in, Tensor& out) {
   });
 }
 
-void max_pool_scatter_direct(const MaxPoolScatter& op, Inputs in, Tensor& out) {
-  const Tensor dy = dense(in[0]), ws = dense(in[1]);
+void max_pool_scatter_direct(const MaxPoolScatter& op, Inputs in,
+                             Outputs outs) {
+  Tensor& out = outs[0];
+  const Tensor dy = materialize(in[0]), ws = materialize(in[1]);
   const Geo g = geometry(op.w, op.input_shape);
   const int32_t* pws = static_cast<const int32_t*>(ws.raw_data());
   dispatch_floating(dy.dtype(), op.name, [&](auto tag) {
@@ -193,8 +194,9 @@ void max_pool_scatter_direct(const MaxPoolScatter& op, Inputs in, Tensor& out) {
   });
 }
 
-void max_pool_gather_direct(const MaxPoolGather& op, Inputs in, Tensor& out) {
-  const Tensor gx = dense(in[0]), ws = dense(in[1]);
+void max_pool_gather_direct(const MaxPoolGather& op, Inputs in, Outputs outs) {
+  Tensor& out = outs[0];
+  const Tensor gx = materialize(in[0]), ws = materialize(in[1]);
   const Geo g = geometry(op.w, gx.shape());
   const int32_t* pws = static_cast<const int32_t*>(ws.raw_data());
   dispatch_floating(gx.dtype(), op.name, [&](auto tag) {
@@ -208,8 +210,9 @@ void max_pool_gather_direct(const MaxPoolGather& op, Inputs in, Tensor& out) {
   });
 }
 
-void avg_pool_grad_direct(const AvgPoolGrad& op, Inputs in, Tensor& out) {
-  const Tensor dy = dense(in[0]);
+void avg_pool_grad_direct(const AvgPoolGrad& op, Inputs in, Outputs outs) {
+  Tensor& out = outs[0];
+  const Tensor dy = materialize(in[0]);
   const Geo g = geometry(op.w, op.input_shape);
   dispatch_floating(dy.dtype(), op.name, [&](auto tag) {
     using T = decltype(tag);

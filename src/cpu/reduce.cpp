@@ -225,7 +225,8 @@ void reduce_kernel(const ReduceOp& op, const Tensor& input, Tensor& out) {
 }
 
 template <template <class> class R, class Op>
-void reduce(const Op& op, Inputs in, Tensor& out) {
+void reduce(const Op& op, Inputs in, Outputs outs) {
+  Tensor& out = outs[0];
   dispatch_numeric(in[0].dtype(), Op::name, [&](auto tag) {
     using T = decltype(tag);
     reduce_kernel<T, R<T>>(op, in[0], out);
@@ -233,7 +234,8 @@ void reduce(const Op& op, Inputs in, Tensor& out) {
 }
 
 template <class Better, class Op>
-void arg_reduce(const Op& op, Inputs in, Tensor& out) {
+void arg_reduce(const Op& op, Inputs in, Outputs outs) {
+  Tensor& out = outs[0];
   const Tensor& x = in[0];
   if (x.shape()[op.axis] == 0)
     throw ShapeError(std::string("[") + Op::name +

@@ -8,19 +8,22 @@ namespace {
 
 /** Kernel for a float-only unary op. */
 template <class Op, class F>
-void floating(const Op&, Inputs in, Tensor& out) {
+void floating(const Op&, Inputs in, Outputs outs) {
+  Tensor& out = outs[0];
   dispatch_floating(in[0].dtype(), Op::name, [&](auto tag) {
     unary_kernel<decltype(tag)>(in[0], out, F{});
   });
 }
 /** Kernel for a unary op on any numeric dtype. */
 template <class Op, class F>
-void numeric(const Op&, Inputs in, Tensor& out) {
+void numeric(const Op&, Inputs in, Outputs outs) {
+  Tensor& out = outs[0];
   dispatch_numeric(in[0].dtype(), Op::name, [&](auto tag) {
     unary_kernel<decltype(tag)>(in[0], out, F{});
   });
 }
-void logical_not(const LogicalNot&, Inputs in, Tensor& out) {
+void logical_not(const LogicalNot&, Inputs in, Outputs outs) {
+  Tensor& out = outs[0];
   unary_kernel<uint8_t>(in[0], out, NotF{});
 }
 

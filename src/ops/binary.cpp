@@ -116,7 +116,7 @@ Grads Pow::vjp(const VjpArgs& a) const {
   // d/dy x**y = x**y log x, taken as 0 where x <= 0 (as TensorFlow does)
   const Tensor positive = x > zeros_of(x);
   const Tensor log_x = log(where(positive, x, scalar_like(x, 1.0)));
-  return {gx, a.grad * a.output * where(positive, log_x, zeros_of(x))};
+  return {gx, a.grad * a.output() * where(positive, log_x, zeros_of(x))};
 }
 
 Tensor minimum(const Tensor& x, const Tensor& y) {

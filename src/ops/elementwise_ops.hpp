@@ -1,40 +1,9 @@
 #pragma once
 // Elementwise op structs. Each is one line of attributes here, one vjp next
 // to its public function in src/ops/, and one functor per backend.
-#include <vector>
-
-#include "autograd/node.hpp"
-#include "core/registry.hpp"
-#include "tapeflow/ops/shape.hpp"
+#include "ops/op.hpp"
 
 namespace tapeflow {
-
-using autograd::kSaveInputs;
-using autograd::kSaveNothing;
-using autograd::kSaveOutput;
-using autograd::TensorSpec;
-using autograd::VjpArgs;
-using Grads = std::vector<Tensor>;
-
-/** Same shape and dtype as the single input. */
-struct UnaryOp {
-  TensorSpec infer(Inputs in) const { return {in[0].shape(), in[0].dtype()}; }
-};
-/** Broadcast of the inputs; dtype already unified by the public function. */
-template <class Self>
-struct BinaryOp {
-  TensorSpec infer(Inputs in) const {
-    return {broadcast_shapes(in[0].shape(), in[1].shape(), Self::name),
-            in[0].dtype()};
-  }
-};
-/** Broadcast of the inputs; bool_ result. */
-template <class Self>
-struct PredicateOp {
-  TensorSpec infer(Inputs in) const {
-    return {broadcast_shapes(in[0].shape(), in[1].shape(), Self::name), bool_};
-  }
-};
 
 struct Neg : UnaryOp {
   static constexpr const char* name = "neg";

@@ -2,6 +2,7 @@
 #include "tapeflow/ops/linalg.hpp"
 
 #include "core/apply.hpp"
+#include "ops/elementwise_ops.hpp"
 #include "ops/linalg_ops.hpp"
 #include "tapeflow/ops/math.hpp"
 #include "tapeflow/ops/shape.hpp"
@@ -47,11 +48,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a,
                      a.shape().str() + " and " + b.shape().str());
   auto [x, y] = promote_pair(a, b, "matmul");
   check_float(x, "matmul");
-  // Only a recorded product has a gradient to hand converted operands to.
-  const MatMul op{autograd::g_recording_tapes > 0
-                      ? std::make_shared<MatMulHandoff>()
-                      : nullptr};
-  return apply(op, {transpose_a ? t2(x) : x, transpose_b ? t2(y) : y});
+  return apply(MatMul{}, {transpose_a ? t2(x) : x, transpose_b ? t2(y) : y});
 }
 
 TensorSpec MatMul::infer(Inputs in) const {
@@ -68,7 +65,7 @@ TensorSpec MatMul::infer(Inputs in) const {
 // Both products read the forward's operands transposed: they take them as
 // the forward converted them.
 Grads MatMul::vjp(const VjpArgs& a) const {
-  const MatMul product{nullptr, leave};
+  const MatMul product{a.payload};
   return {a.needs(0) ? apply(product, {a.grad, t2(a.x(1))}) : Tensor(),
           a.needs(1) ? apply(product, {t2(a.x(0)), a.grad}) : Tensor()};
 }
@@ -78,7 +75,7 @@ Tensor matrix_inverse(const Tensor& x) {
   return apply(MatrixInverse{}, {x});
 }
 Grads MatrixInverse::vjp(const VjpArgs& a) const {
-  const Tensor yt = t2(a.output);
+  const Tensor yt = t2(a.output());
   return {-matmul(matmul(yt, a.grad), yt)};
 }
 
@@ -91,7 +88,7 @@ TensorSpec MatrixDeterminant::infer(Inputs in) const {
 }
 Grads MatrixDeterminant::vjp(const VjpArgs& a) const {
   // d det(X) / dX = det(X) * X^-T
-  const Tensor scale = expand_dims(expand_dims(a.grad * a.output, -1), -1);
+  const Tensor scale = expand_dims(expand_dims(a.grad * a.output(), -1), -1);
   return {scale * t2(matrix_inverse(a.x()))};
 }
 

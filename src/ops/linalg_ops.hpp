@@ -1,26 +1,18 @@
 #pragma once
-#include <memory>
-
-#include "ops/converted_operand.hpp"
-#include "ops/elementwise_ops.hpp"
+#include "ops/op.hpp"
 
 namespace tapeflow {
 
 /**
- * The operands of a recorded matmul as its kernel converted them (to
- * bfloat16 under float32 precision `medium`), for the two products of its
- * gradient, which read the same operands transposed.
+ * Batched matmul of (..., M, K) and (..., K, N); batch axes broadcast. The
+ * kernel may leave its operands as it converted them (bfloat16 under float32
+ * precision `medium`); the products of the gradient, which read the same
+ * operands transposed, take them from `converted`.
  */
-struct MatMulHandoff {
-  ConvertedOperand a, b;
-};
-
-/** Batched matmul of (..., M, K) and (..., K, N); batch axes broadcast. */
 struct MatMul {
   static constexpr const char* name = "matmul";
   static constexpr int save = kSaveInputs;
-  std::shared_ptr<MatMulHandoff> leave = nullptr;  // gets converted operands
-  std::shared_ptr<MatMulHandoff> take = nullptr;   // supplies them
+  PayloadPtr converted = nullptr;
   TensorSpec infer(Inputs in) const;
   Grads vjp(const VjpArgs& a) const;
 };

@@ -5,6 +5,7 @@
 
 #include "core/apply.hpp"
 #include "ops/axes.hpp"
+#include "ops/elementwise_ops.hpp"
 #include "ops/reduce_ops.hpp"
 #include "tapeflow/creation.hpp"
 #include "tapeflow/ops/math.hpp"
@@ -34,16 +35,14 @@ Tensor reduce(const Tensor& x, const Axes& axes, bool keepdims) {
   return apply(op, {x});
 }
 
-/** The output and its gradient reshaped to the input rank (reduced axes 1). */
-std::pair<Tensor, Tensor> kept(const ReduceOp& op, const VjpArgs& a) {
-  const Shape k = op.kept_shape(a.input_shape());
-  return {a.output.defined() ? reshape(a.output, k) : Tensor(),
-          reshape(a.grad, k)};
+/** `t` (the output or its gradient) reshaped to the input rank. */
+Tensor kept(const ReduceOp& op, const VjpArgs& a, const Tensor& t) {
+  return reshape(t, op.kept_shape(a.input_shape()));
 }
 
 /** Gradient of max/min: shared equally among the elements that attain it. */
 Grads extreme_vjp(const ReduceOp& op, const VjpArgs& a) {
-  auto [y, g] = kept(op, a);
+  const Tensor y = kept(op, a, a.output()), g = kept(op, a, a.grad);
   const Tensor& x = a.x();
   const Tensor mask = cast(equal(x, y), x.dtype());
   const Tensor count = sum(mask, op.axes.to_vector(), true);
@@ -82,7 +81,7 @@ Tensor sum(const Tensor& x, const Axes& axes, bool keepdims) {
   return reduce<Sum>(v, axes, keepdims);
 }
 Grads Sum::vjp(const VjpArgs& a) const {
-  return {broadcast_to(kept(*this, a).second, a.input_shape())};
+  return {broadcast_to(kept(*this, a, a.grad), a.input_shape())};
 }
 
 Tensor mean(const Tensor& x, const Axes& axes, bool keepdims) {
@@ -99,7 +98,7 @@ Tensor prod(const Tensor& x, const Axes& axes, bool keepdims) {
 }
 Grads Prod::vjp(const VjpArgs& a) const {
   // d prod / d x_i is the product of the others, also where some x are 0.
-  auto [y, g] = kept(*this, a);
+  const Tensor y = kept(*this, a, a.output()), g = kept(*this, a, a.grad);
   const Tensor& x = a.x();
   const Tensor zero = scalar_like(x, 0.0), one = scalar_like(x, 1.0);
   const Tensor is_zero = equal(x, zero);

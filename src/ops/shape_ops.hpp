@@ -1,5 +1,5 @@
 #pragma once
-#include "ops/elementwise_ops.hpp"
+#include "ops/op.hpp"
 
 namespace tapeflow {
 

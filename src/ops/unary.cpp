@@ -30,7 +30,7 @@ Tensor exp(const Tensor& x) {
   return apply(Exp{}, {to_floating(x)});
 }
 Grads Exp::vjp(const VjpArgs& a) const {
-  return {a.grad * a.output};
+  return {a.grad * a.output()};
 }
 
 Tensor log(const Tensor& x) {
@@ -44,14 +44,14 @@ Tensor sqrt(const Tensor& x) {
   return apply(Sqrt{}, {to_floating(x)});
 }
 Grads Sqrt::vjp(const VjpArgs& a) const {
-  return {a.grad / (2.0 * a.output)};
+  return {a.grad / (2.0 * a.output())};
 }
 
 Tensor rsqrt(const Tensor& x) {
   return apply(Rsqrt{}, {to_floating(x)});
 }
 Grads Rsqrt::vjp(const VjpArgs& a) const {
-  return {-0.5 * a.grad * a.output * a.output * a.output};
+  return {-0.5 * a.grad * a.output() * a.output() * a.output()};
 }
 
 Tensor abs(const Tensor& x) {
@@ -93,21 +93,21 @@ Tensor tanh(const Tensor& x) {
   return apply(Tanh{}, {to_floating(x)});
 }
 Grads Tanh::vjp(const VjpArgs& a) const {
-  return {a.grad * (1.0 - a.output * a.output)};
+  return {a.grad * (1.0 - a.output() * a.output())};
 }
 
 Tensor sigmoid(const Tensor& x) {
   return apply(Sigmoid{}, {to_floating(x)});
 }
 Grads Sigmoid::vjp(const VjpArgs& a) const {
-  return {a.grad * a.output * (1.0 - a.output)};
+  return {a.grad * a.output() * (1.0 - a.output())};
 }
 
 Tensor expm1(const Tensor& x) {
   return apply(Expm1{}, {to_floating(x)});
 }
 Grads Expm1::vjp(const VjpArgs& a) const {
-  return {a.grad * (a.output + 1.0)};
+  return {a.grad * (a.output() + 1.0)};
 }
 
 Tensor log1p(const Tensor& x) {
@@ -129,7 +129,7 @@ Tensor relu(const Tensor& x) {
   return apply(Relu{}, {numeric(x)});
 }
 Grads Relu::vjp(const VjpArgs& a) const {
-  return {apply(ReluGrad{}, {a.output, a.grad})};
+  return {apply(ReluGrad{}, {a.output(), a.grad})};
 }
 Grads ReluGrad::vjp(const VjpArgs& a) const {
   // Linear in g; zero almost everywhere in y.
@@ -165,14 +165,12 @@ void write_into(const Tensor& dst, const Tensor& src, const char* op) {
   if (!(dst.device() == src.device()))
     throw DeviceError(std::string("[") + op + "] expected a value on " +
                       dst.device().str() + ", got " + src.device().str());
-  ensure_backends_registered();
-  Kernel<Cast> k =
-      KernelTable<Cast>::kernels[static_cast<int>(dst.device().type)];
+  const Kernel<Cast> k = find_kernel<Cast>(dst.device());
   if (!k) throw_no_kernel(op, dst.device());
   NoGradGuard no_grad;
   Tensor out = dst;
   const Tensor in[] = {broadcast_to(src, dst.shape())};
-  k(Cast{.dtype = dst.dtype()}, Inputs(in, 1), out);
+  k(Cast{.dtype = dst.dtype()}, Inputs(in, 1), Outputs({&out, 1}, nullptr));
 }
 
 }  // namespace tapeflow

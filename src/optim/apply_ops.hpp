@@ -33,15 +33,10 @@ bool apply_in_place(const Op& op, Inputs in) {
     if (!t.is_contiguous() || !(t.shape() == in[0].shape()) ||
         t.dtype() != in[0].dtype() || !is_floating(t.dtype()))
       return false;
-  ensure_backends_registered();
-  Kernel<Op> kernel = KernelTable<Op>::kernels[static_cast<int>(device.type)];
+  const Kernel<Op> kernel = find_kernel<Op>(device);
   if (!kernel) return false;
-  if (placement_logging_enabled())
-    log_placement(Op::name, device,
-                  KernelTable<Op>::backends[static_cast<int>(device.type)],
-                  false);
   Tensor target = in[0];
-  kernel(op, in, target);
+  kernel(op, in, Outputs({&target, 1}, nullptr));
   return true;
 }
 

@@ -23,11 +23,11 @@ std::pair<Tensor, Tensor> moments(const Tensor& x,
 
 /**
  * Per-channel mean and biased variance of x (N, C, ...) over every axis but
- * the channel axis 1, packed as a (2, C) tensor: row 0 the mean, row 1 the
- * variance. One pass over x (float32 accumulates in double); the statistics
- * fused_batch_norm trains with. Differentiable to any order.
+ * the channel axis 1, each of shape (C,): `auto [mean, var] = ...`. One pass
+ * over x (float32 accumulates in double); the statistics fused_batch_norm
+ * trains with. Differentiable to any order.
  */
-Tensor batch_moments(const Tensor& x);
+std::pair<Tensor, Tensor> batch_moments(const Tensor& x);
 
 /** What fused_batch_norm returns: `auto [y, m, v] = ...`. */
 struct BatchNormResult {

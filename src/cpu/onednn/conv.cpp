@@ -14,6 +14,7 @@
 
 #include "core/creation_internal.hpp"
 #include "cpu/conv_direct.hpp"
+#include "cpu/onednn/converted_operand.hpp"
 #include "cpu/onednn/precision.hpp"
 #include "ops/nn/conv_ops.hpp"
 
@@ -198,33 +199,45 @@ bool converted_from(const ConvertedOperand& c, const Tensor& t) {
 
 /**
  * The input `t` in operand `o`'s internal layout, set as o.internal's data:
- * taken from `take` when that holds it, else reordered into a buffer that is
- * left in `leave` (when given) for a later pass.
+ * taken from `take` when one of those was converted from `t` into this
+ * layout, else reordered into a buffer that is added to `leave` (when given)
+ * for a later pass.
  */
-Tensor convert_input(Operand& o, const Tensor& t, ConvertedOperand* take,
-                     ConvertedOperand* leave, dnnl::stream& stream) {
+Tensor convert_input(Operand& o, const Tensor& t,
+                     std::span<const ConvertedOperand> take,
+                     ConvertedOperands* leave, dnnl::stream& stream) {
   const memory::desc& md = o.internal.get_desc();
-  if (take && converted_from(*take, t) && same_layout(take->layout, md)) {
-    o.internal.set_data_handle(take->data.raw_data());
-    return take->data;
-  }
+  for (const ConvertedOperand& c : take)
+    if (converted_from(c, t) && same_layout(c.layout, md)) {
+      o.internal.set_data_handle(c.data.raw_data());
+      return c.data;
+    }
   Tensor buffer = buffer_for(md);
   o.internal.set_data_handle(buffer.raw_data());
   o.reorder.execute(stream, o.user, o.internal);
-  if (leave) *leave = {t, buffer, layout_name(md)};
+  if (leave) leave->operands.push_back({t, buffer, layout_name(md)});
   return buffer;
 }
 
 /**
+ * What one pass exchanges with the other passes of its op: the converted
+ * operands it may take (x and dy, for the filter gradient) and where it
+ * leaves the activation it converts (x in the forward, dy in the input
+ * gradient), when something keeps it.
+ */
+struct Handoff {
+  std::span<const ConvertedOperand> take_x, take_dy;
+  ConvertedOperands* leave = nullptr;
+};
+
+/**
  * Runs one pass on contiguous float32 x, filter and y (one is the output);
- * `bias` (forward only) is contiguous float32 or undefined. `handoff`, when
- * given, receives the converted x (forward) or dy (input gradient), or
- * supplies both (filter gradient, which then drops dy).
+ * `bias` (forward only) is contiguous float32 or undefined.
  */
 void run_f32(Pass pass, const ConvAttrs& a, const Tensor& x, const Tensor& w,
-             const Tensor& y, const Tensor& bias, ConvHandoff* handoff) {
+             const Tensor& y, const Tensor& bias, bool bf16,
+             const Handoff& handoff) {
   const int threads = config::intra_op_threads();
-  const bool bf16 = multiply_in_bf16();
   Key key{static_cast<int64_t>(pass), a.groups, threads, bias.defined(), bf16};
   for (const Shape* s : {&x.shape(), &w.shape(), &y.shape(), &a.strides,
                          &a.dilations, &a.pads_before, &a.pads_after}) {
@@ -248,9 +261,6 @@ void run_f32(Pass pass, const ConvAttrs& a, const Tensor& x, const Tensor& w,
   Operand* output = pass == Pass::forward      ? &p.dst
                     : pass == Pass::grad_input ? &p.src
                                                : &p.weights;
-  ConvertedOperand* x_slot = handoff ? &handoff->x : nullptr;
-  ConvertedOperand* dy_slot = handoff ? &handoff->dy : nullptr;
-  const bool taking = pass == Pass::grad_filter;
   Tensor buffers[3];  // per-call internal memory, alive until the pass ends
   const std::pair<Operand*, const Tensor*> operands[] = {
       {&p.src, &x}, {&p.weights, &w}, {&p.dst, &y}};
@@ -262,13 +272,13 @@ void run_f32(Pass pass, const ConvAttrs& a, const Tensor& x, const Tensor& w,
       o->internal.set_data_handle(buffers[i].raw_data());
       continue;
     }
-    ConvertedOperand* slot = o == &p.src   ? x_slot
-                             : o == &p.dst ? dy_slot
-                                           : nullptr;
-    buffers[i] = convert_input(*o, *t, taking ? slot : nullptr,
-                               taking ? nullptr : slot, stream);
+    buffers[i] =
+        convert_input(*o, *t,
+                      o == &p.src   ? handoff.take_x
+                      : o == &p.dst ? handoff.take_dy
+                                    : std::span<const ConvertedOperand>(),
+                      o == &p.weights ? nullptr : handoff.leave, stream);
   }
-  if (taking && dy_slot) *dy_slot = {};
   const int src_arg =
       pass == Pass::grad_input ? DNNL_ARG_DIFF_SRC : DNNL_ARG_SRC;
   const int wei_arg =
@@ -285,10 +295,6 @@ void run_f32(Pass pass, const ConvAttrs& a, const Tensor& x, const Tensor& w,
   if (output->reordered)
     output->reorder.execute(stream, output->internal, output->user);
   stream.wait();
-}
-
-Tensor dense(const Tensor& t) {
-  return t.is_contiguous() ? t : materialize(t);
 }
 
 /** False (after zero-filling `out`) when there is nothing to sum. */
@@ -317,38 +323,62 @@ void add_bias(const Tensor& bias, Tensor& y) {
     add_bias<double>(bias, y);
 }
 
-void conv(const Conv& op, Inputs in, Tensor& out) {
-  const Tensor bias = in.size() == 3 ? dense(in[2]) : Tensor();
+/**
+ * The payload a pass leaves when something keeps it (a recording tape, or
+ * the gradient rule that hands it to the filter gradient); null otherwise.
+ */
+std::shared_ptr<ConvertedOperands> payload_for(const Outputs& out, bool bf16) {
+  return out.keeps_payload() ? std::make_shared<ConvertedOperands>(bf16)
+                             : nullptr;
+}
+
+void conv(const Conv& op, Inputs in, Outputs outs) {
+  Tensor& out = outs[0];
+  const Tensor bias = in.size() == 3 ? materialize(in[2]) : Tensor();
   if (!has_work(in, out)) {
     if (bias.defined() && out.numel() != 0) add_bias(bias, out);
     return;
   }
-  const Tensor x = dense(in[0]), w = dense(in[1]);
+  const Tensor x = materialize(in[0]), w = materialize(in[1]);
   if (out.dtype() == float32) {
-    run_f32(Pass::forward, op.attrs, x, w, out, bias, op.handoff.get());
+    const bool bf16 = multiply_in_bf16();
+    auto left = payload_for(outs, bf16);
+    run_f32(Pass::forward, op.attrs, x, w, out, bias, bf16,
+            {.leave = left.get()});
+    outs.leave(std::move(left));
   } else {
     conv_direct_forward(op.attrs, x, w, out);
     if (bias.defined()) add_bias(bias, out);
   }
 }
 
-void conv_grad_input(const ConvGradInput& op, Inputs in, Tensor& out) {
+void conv_grad_input(const ConvGradInput& op, Inputs in, Outputs outs) {
+  Tensor& out = outs[0];
   if (!has_work(in, out)) return;
-  const Tensor dy = dense(in[0]), w = dense(in[1]);
-  if (out.dtype() == float32)
-    run_f32(Pass::grad_input, op.attrs, out, w, dy, Tensor(), op.handoff.get());
-  else
+  const Tensor dy = materialize(in[0]), w = materialize(in[1]);
+  if (out.dtype() == float32) {
+    const bool bf16 = multiply_in_bf16();
+    auto left = payload_for(outs, bf16);
+    run_f32(Pass::grad_input, op.attrs, out, w, dy, Tensor(), bf16,
+            {.leave = left.get()});
+    outs.leave(std::move(left));
+  } else {
     conv_direct_grad_input(op.attrs, dy, w, out);
+  }
 }
 
-void conv_grad_filter(const ConvGradFilter& op, Inputs in, Tensor& out) {
+void conv_grad_filter(const ConvGradFilter& op, Inputs in, Outputs outs) {
+  Tensor& out = outs[0];
   if (!has_work(in, out)) return;
-  const Tensor x = dense(in[0]), dy = dense(in[1]);
-  if (out.dtype() == float32)
-    run_f32(Pass::grad_filter, op.attrs, x, out, dy, Tensor(),
-            op.handoff.get());
-  else
+  const Tensor x = materialize(in[0]), dy = materialize(in[1]);
+  if (out.dtype() == float32) {
+    const bool bf16 = multiply_in_bf16();
+    run_f32(Pass::grad_filter, op.attrs, x, out, dy, Tensor(), bf16,
+            {.take_x = converted_in(op.x_converted, bf16),
+             .take_dy = converted_in(op.dy_converted, bf16)});
+  } else {
     conv_direct_grad_filter(op.attrs, x, dy, out);
+  }
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 
 #include "core/creation_internal.hpp"
 #include "cpu/bf16_convert.hpp"
+#include "cpu/onednn/converted_operand.hpp"
 #include "cpu/onednn/precision.hpp"
 #include "cpu/parallel.hpp"
 #include "ops/linalg_ops.hpp"
@@ -105,26 +106,25 @@ std::string bf16_layout(int64_t span) {
 
 /**
  * `t` converted for operand `o`, set as o.internal's data: taken from
- * `take` when it holds the same span, else converted into a buffer that is
- * left in `leave` (when given).
+ * `take` when one of those holds the same span, else converted into a
+ * buffer that is added to `leave` (when given).
  */
-Tensor convert(Operand& o, const Tensor& t, const MatMulHandoff* take,
-               ConvertedOperand* leave) {
+Tensor convert(Operand& o, const Tensor& t,
+               std::span<const ConvertedOperand> take,
+               ConvertedOperands* leave) {
   const std::string layout = bf16_layout(o.bf16_span);
-  if (take)
-    for (const ConvertedOperand* c : {&take->a, &take->b})
-      if (c->data.defined() && c->source.raw_data() == t.raw_data() &&
-          c->layout == layout) {
-        o.internal.set_data_handle(c->data.raw_data());
-        return c->data;
-      }
+  for (const ConvertedOperand& c : take)
+    if (c.source.raw_data() == t.raw_data() && c.layout == layout) {
+      o.internal.set_data_handle(c.data.raw_data());
+      return c.data;
+    }
   // Two bfloat16 values per float32 element of the buffer.
   Tensor buffer =
       empty_tensor(Shape{(o.bf16_span + 1) / 2}, float32, Device::cpu());
   convert_to_bf16(static_cast<const float*>(t.raw_data()),
                   static_cast<uint16_t*>(buffer.raw_data()), o.bf16_span);
   o.internal.set_data_handle(buffer.raw_data());
-  if (leave) *leave = {t, buffer, layout};
+  if (leave) leave->operands.push_back({t, buffer, layout});
   return buffer;
 }
 
@@ -151,7 +151,8 @@ struct KeyHash {
 };
 
 void matmul_f32(const MatMul& op, const Tensor& a, const Tensor& b,
-                Tensor& out) {
+                Outputs outs) {
+  Tensor& out = outs[0];
   const int64_t rank = out.rank();
   const Key key{{padded(a, rank), padded(b, rank), padded(out, rank)},
                 rank,
@@ -184,17 +185,19 @@ void matmul_f32(const MatMul& op, const Tensor& a, const Tensor& b,
   p.a.user.set_data_handle(a.raw_data());
   p.b.user.set_data_handle(b.raw_data());
   p.c.set_data_handle(out.raw_data());
+  // Only bfloat16 operands are converted, so only they are worth leaving.
+  const auto take = converted_in(op.converted, key.bf16);
+  auto left = key.bf16 && outs.keeps_payload()
+                  ? std::make_shared<ConvertedOperands>(true)
+                  : nullptr;
   Tensor converted[2];  // alive until the product ends
-  if (p.a.bf16_span > 0)
-    converted[0] =
-        convert(p.a, a, op.take.get(), op.leave ? &op.leave->a : nullptr);
-  if (p.b.bf16_span > 0)
-    converted[1] =
-        convert(p.b, b, op.take.get(), op.leave ? &op.leave->b : nullptr);
+  if (p.a.bf16_span > 0) converted[0] = convert(p.a, a, take, left.get());
+  if (p.b.bf16_span > 0) converted[1] = convert(p.b, b, take, left.get());
   p.primitive.execute(stream, {{DNNL_ARG_SRC, p.a.internal},
                                {DNNL_ARG_WEIGHTS, p.b.internal},
                                {DNNL_ARG_DST, p.c}});
   stream.wait();
+  if (left) outs.leave(std::move(left));
 }
 
 /** Offset of batch index k of `t` within the broadcast batch shape of out. */
@@ -236,7 +239,8 @@ void matmul_f64(const Tensor& a, const Tensor& b, Tensor& out) {
                 std::max<int64_t>(N, 1));
 }
 
-void matmul(const MatMul& op, Inputs in, Tensor& out) {
+void matmul(const MatMul& op, Inputs in, Outputs outs) {
+  Tensor& out = outs[0];
   if (out.numel() == 0) return;
   const Tensor a = plain(in[0]), b = plain(in[1]);
   if (a.shape()[a.rank() - 1] == 0) {
@@ -245,7 +249,7 @@ void matmul(const MatMul& op, Inputs in, Tensor& out) {
     return;
   }
   if (out.dtype() == float32)
-    matmul_f32(op, a, b, out);
+    matmul_f32(op, a, b, outs);
   else
     matmul_f64(a, b, out);
 }

@@ -113,10 +113,6 @@ algorithm avg_alg(bool count_include_pad) {
                            : algorithm::pooling_avg_exclude_padding;
 }
 
-Tensor dense(const Tensor& t) {
-  return t.is_contiguous() ? t : materialize(t);
-}
-
 void pool_forward(algorithm alg, const PoolWindow& w, const Tensor& x,
                   Tensor& out) {
   sync_threads();
@@ -146,12 +142,12 @@ void max_pool_training(const PoolWindow& w, const Tensor& x, Tensor& out,
     std::copy_n(static_cast<const uint8_t*>(from), ws.numel(), to);
 }
 
-void max_pool(const MaxPool& op, Inputs in, Tensor& out) {
+void max_pool(const MaxPool& op, Inputs in, Outputs outs) {
+  Tensor& out = outs[0];
   if (out.dtype() != float32 || out.numel() == 0)
-    return max_pool_direct(op, in, out);
-  const Tensor x = dense(in[0]);
-  Tensor* ws = op.workspace.get();
-  if (ws) *ws = empty_tensor(out.shape(), int32, out.device());
+    return max_pool_direct(op, in, outs);
+  const Tensor x = materialize(in[0]);
+  Tensor* ws = op.with_workspace ? &outs[1] : nullptr;
   if (max_pool_2x2_applies(op.w, x.shape(), x.dtype()))
     return max_pool_2x2(static_cast<const float*>(x.raw_data()),
                         static_cast<float*>(out.raw_data()),
@@ -161,39 +157,43 @@ void max_pool(const MaxPool& op, Inputs in, Tensor& out) {
   pool_forward(algorithm::pooling_max, op.w, x, out);
 }
 
-void avg_pool(const AvgPool& op, Inputs in, Tensor& out) {
+void avg_pool(const AvgPool& op, Inputs in, Outputs outs) {
+  Tensor& out = outs[0];
   if (out.numel() == 0) return;
-  if (out.dtype() != float32) return avg_pool_direct(op, in, out);
-  pool_forward(avg_alg(op.count_include_pad), op.w, dense(in[0]), out);
+  if (out.dtype() != float32) return avg_pool_direct(op, in, outs);
+  pool_forward(avg_alg(op.count_include_pad), op.w, materialize(in[0]), out);
 }
 
-void max_pool_scatter(const MaxPoolScatter& op, Inputs in, Tensor& out) {
+void max_pool_scatter(const MaxPoolScatter& op, Inputs in, Outputs outs) {
+  Tensor& out = outs[0];
   if (out.dtype() == float32 && in[0].numel() > 0 &&
       max_pool_2x2_applies(op.w, op.input_shape, float32)) {
-    const Tensor dy = dense(in[0]), ws = dense(in[1]);
+    const Tensor dy = materialize(in[0]), ws = materialize(in[1]);
     return max_pool_2x2_scatter(static_cast<const float*>(dy.raw_data()),
                                 static_cast<const int32_t*>(ws.raw_data()),
                                 static_cast<float*>(out.raw_data()),
                                 op.input_shape);
   }
-  max_pool_scatter_direct(op, in, out);
+  max_pool_scatter_direct(op, in, outs);
 }
 
-void max_pool_gather(const MaxPoolGather& op, Inputs in, Tensor& out) {
+void max_pool_gather(const MaxPoolGather& op, Inputs in, Outputs outs) {
+  Tensor& out = outs[0];
   if (out.dtype() == float32 && out.numel() > 0 &&
       max_pool_2x2_applies(op.w, in[0].shape(), float32)) {
-    const Tensor gx = dense(in[0]), ws = dense(in[1]);
+    const Tensor gx = materialize(in[0]), ws = materialize(in[1]);
     return max_pool_2x2_gather(static_cast<const float*>(gx.raw_data()),
                                static_cast<const int32_t*>(ws.raw_data()),
                                static_cast<float*>(out.raw_data()), gx.shape());
   }
-  max_pool_gather_direct(op, in, out);
+  max_pool_gather_direct(op, in, outs);
 }
 
-void avg_pool_grad(const AvgPoolGrad& op, Inputs in, Tensor& out) {
+void avg_pool_grad(const AvgPoolGrad& op, Inputs in, Outputs outs) {
+  Tensor& out = outs[0];
   if (out.numel() == 0) return;
-  if (out.dtype() != float32) return avg_pool_grad_direct(op, in, out);
-  const Tensor dy = dense(in[0]);
+  if (out.dtype() != float32) return avg_pool_grad_direct(op, in, outs);
+  const Tensor dy = materialize(in[0]);
   if (dy.numel() == 0) {
     std::fill_n(static_cast<float*>(out.raw_data()), out.numel(), 0.f);
     return;

@@ -5,6 +5,7 @@
 #include "tapeflow/nn/conv.hpp"
 
 #include "core/apply.hpp"
+#include "ops/elementwise_ops.hpp"
 #include "ops/nn/conv_ops.hpp"
 #include "tapeflow/ops/math.hpp"
 #include "tapeflow/ops/reduce.hpp"
@@ -32,18 +33,26 @@ TensorSpec Conv::infer(Inputs in) const {
 // The filter gradient, computed last, takes x as the forward converted it
 // and dy as the input gradient converted it.
 Grads Conv::vjp(const VjpArgs& a) const {
-  const std::shared_ptr<ConvHandoff> h = a.needs(1) ? handoff : nullptr;
-  Grads g{
-      a.needs(0)
-          ? apply(ConvGradInput{attrs, a.input_shape(0), h}, {a.grad, a.x(1)})
-          : Tensor(),
-      a.needs(1)
-          ? apply(ConvGradFilter{attrs, a.input_shape(1), h}, {a.x(0), a.grad})
-          : Tensor()};
-  if (a.input_specs.size() == 3) {
+  Grads g(a.input_specs.size());
+  PayloadPtr dy_converted;
+  if (a.needs(0)) {
+    const ConvGradInput grad_input{attrs, a.input_shape(0)};
+    if (a.needs(1)) {
+      auto kept = apply_keeping(grad_input, {a.grad, a.x(1)});
+      g[0] = kept.out;
+      dy_converted = std::move(kept.payload);
+    } else {
+      g[0] = apply(grad_input, {a.grad, a.x(1)});
+    }
+  }
+  if (a.needs(1))
+    g[1] = apply(ConvGradFilter{attrs, a.input_shape(1), a.payload,
+                                std::move(dy_converted)},
+                 {a.x(0), a.grad});
+  if (g.size() == 3 && a.needs(2)) {
     std::vector<int64_t> axes{0};
     for (int64_t i = 2; i < a.grad.rank(); ++i) axes.push_back(i);
-    g.push_back(a.needs(2) ? sum(a.grad, axes) : Tensor());
+    g[2] = sum(a.grad, axes);
   }
   return g;
 }
@@ -198,10 +207,7 @@ Tensor run_conv(const char* op, const Tensor& x, const Tensor& w,
                 const ConvOptions& o, int64_t groups,
                 const Tensor& bias = Tensor()) {
   const ConvAttrs attrs = resolve(op, x.shape(), w.shape(), o, groups);
-  // Only a recorded convolution has a backward pass to hand operands to.
-  const Conv conv{attrs, autograd::g_recording_tapes > 0
-                             ? std::make_shared<ConvHandoff>()
-                             : nullptr};
+  const Conv conv{attrs};
   auto [xp, wp] = promote_pair(x, w, op);
   if (!bias.defined()) return apply(conv, {xp, wp});
   if (bias.rank() != 1 || bias.shape()[0] != w.shape()[0])

@@ -3,10 +3,7 @@
 // registered op so that every gradient rule is one line and gradients of any
 // order stay convolutions. Layouts are channels-first: x (N, C, spatial...),
 // filter (O, C / groups, k...); the public functions transpose other layouts.
-#include <memory>
-
-#include "ops/converted_operand.hpp"
-#include "ops/elementwise_ops.hpp"
+#include "ops/op.hpp"
 
 namespace tapeflow {
 
@@ -21,47 +18,42 @@ struct ConvAttrs {
 };
 
 /**
- * What the passes of one recorded convolution hand each other, converted
- * into oneDNN's blocked layouts: the forward leaves x and the input gradient
- * leaves dy for the filter gradient.
- */
-struct ConvHandoff {
-  ConvertedOperand x, dy;
-};
-
-/**
  * y = conv(x, filter) [+ bias]. Inputs: x, filter and optionally bias (O,),
- * which oneDNN adds in the same pass (no separate sweep over y).
+ * which oneDNN adds in the same pass (no separate sweep over y). The kernel
+ * may leave x as it converted it: the payload the filter gradient takes.
  */
 struct Conv {
   static constexpr const char* name = "conv";
   static constexpr int save = kSaveInputs;
   ConvAttrs attrs;
-  std::shared_ptr<ConvHandoff> handoff = nullptr;  // null: keep no converted x
   TensorSpec infer(Inputs in) const;
   Grads vjp(const VjpArgs& a) const;
 };
 
-/** dx of Conv: linear in both inputs. Inputs: dy, filter. */
+/**
+ * dx of Conv: linear in both inputs. Inputs: dy, filter. The kernel may
+ * leave dy as it converted it, for the filter gradient of the same step.
+ */
 struct ConvGradInput {
   static constexpr const char* name = "conv_grad_input";
   static constexpr int save = kSaveInputs;
   ConvAttrs attrs;
   Shape input_shape;
-  std::shared_ptr<ConvHandoff> handoff =
-      nullptr;  // non-null: leave the converted dy
   TensorSpec infer(Inputs in) const { return {input_shape, in[0].dtype()}; }
   Grads vjp(const VjpArgs& a) const;
 };
 
-/** dfilter of Conv: linear in both inputs. Inputs: x, dy. */
+/**
+ * dfilter of Conv: linear in both inputs. Inputs: x, dy. The payloads of the
+ * forward and of the input gradient, when given, hold x and dy already
+ * converted; the kernel takes what matches its own pass.
+ */
 struct ConvGradFilter {
   static constexpr const char* name = "conv_grad_filter";
   static constexpr int save = kSaveInputs;
   ConvAttrs attrs;
   Shape filter_shape;
-  std::shared_ptr<ConvHandoff> handoff =
-      nullptr;  // non-null: take x and dy from it
+  PayloadPtr x_converted = nullptr, dy_converted = nullptr;
   TensorSpec infer(Inputs in) const { return {filter_shape, in[0].dtype()}; }
   Grads vjp(const VjpArgs& a) const;
 };

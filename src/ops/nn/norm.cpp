@@ -65,7 +65,7 @@ Tensor layer_normalization(const Tensor& x, int64_t begin_axis,
   return y;
 }
 
-Tensor batch_moments(const Tensor& x) {
+std::pair<Tensor, Tensor> batch_moments(const Tensor& x) {
   if (!is_floating(x.dtype()))
     throw DTypeError("[batch_moments] expected float32 or float64, got " +
                      std::string(dtype_name(x.dtype())));
@@ -73,7 +73,8 @@ Tensor batch_moments(const Tensor& x) {
     throw ShapeError(
         "[batch_moments] expected an input of rank >= 2 (N, C, ...), got " +
         x.shape().str());
-  return apply(BatchMoments{}, {x});
+  auto [mean, variance] = apply(BatchMoments{}, {x});
+  return {mean, variance};
 }
 
 BatchNormResult fused_batch_norm(const Tensor& x, const Tensor& scale,
@@ -100,13 +101,11 @@ BatchNormResult fused_batch_norm(const Tensor& x, const Tensor& scale,
                        "training, got none");
     const Tensor m = channel_param(running_mean, x, 0.0, "running_mean");
     const Tensor v = channel_param(running_var, x, 1.0, "running_var");
-    return {apply(FusedBatchNorm{epsilon, false}, {x, s, o, m, v}), m, v};
+    auto [y, mean, variance] =
+        apply(FusedBatchNorm{epsilon, false}, {x, s, o, m, v});
+    return {y, mean, variance};
   }
-  const int64_t c = x.shape()[1];
-  const Tensor packed = batch_moments(x);
-  const Tensor m = reshape(slice(packed, {0, 0}, {1, c}), {c});
-  const Tensor v = reshape(slice(packed, {1, 0}, {1, c}), {c});
-  const Tensor y = apply(FusedBatchNorm{epsilon, true}, {x, s, o, m, v});
+  auto [y, m, v] = apply(FusedBatchNorm{epsilon, true}, {x, s, o});
   NoGradGuard no_grad;
   const double n = static_cast<double>(x.numel() / x.shape()[1]);
   if (running_mean.defined()) {
@@ -126,28 +125,57 @@ BatchNormResult fused_batch_norm(const Tensor& x, const Tensor& scale,
 
 }  // namespace nn
 
-Grads FusedBatchNorm::vjp(const VjpArgs& a) const {
-  const Tensor& x = a.x(0);
-  const Tensor packed = apply(BatchNormGrad{epsilon, training},
-                              {x, a.grad, a.x(1), a.x(3), a.x(4)});
-  const int64_t n = x.numel(), c = x.shape()[1];
-  return {reshape(slice(packed, {0}, {n}), x.shape()), slice(packed, {n}, {c}),
-          slice(packed, {n + c}, {c}), Tensor(), Tensor()};
-}
+namespace {
 
-Grads BatchMoments::vjp(const VjpArgs& a) const {
-  // d mean / dx = 1 / M, d var / dx = 2 (x - mean) / M, M = numel / C.
-  const Tensor& x = a.x();
+/**
+ * Gradient with respect to x (N, C, ...) of its per-channel mean and biased
+ * variance, from their gradients (either may be undefined):
+ * d mean / dx = 1 / M, d var / dx = 2 (x - mean) / M, M = numel / C.
+ */
+Tensor moments_grad(const Tensor& x, const Tensor& mean, const Tensor& dmean,
+                    const Tensor& dvar) {
   const int64_t c = x.shape()[1];
   Shape k;
   for (int64_t i = 0; i < x.rank(); ++i) k.push_back(i == 1 ? c : 1);
   const double count = static_cast<double>(c ? x.numel() / c : 0);
-  auto row = [&](const Tensor& t, int64_t r) {
-    return reshape(slice(t, {r, 0}, {1, c}), k);
-  };
-  const Tensor dmean = row(a.grad, 0) * (1.0 / count);
-  const Tensor dvar = row(a.grad, 1) * (2.0 / count);
-  return {dmean + dvar * (x - row(a.output, 0))};
+  Tensor dx;
+  if (dmean.defined())
+    dx = broadcast_to(reshape(dmean, k) * (1.0 / count), x.shape());
+  if (dvar.defined()) {
+    const Tensor t = reshape(dvar, k) * (2.0 / count) * (x - reshape(mean, k));
+    dx = dx.defined() ? dx + t : t;
+  }
+  return dx;
+}
+
+}  // namespace
+
+Grads FusedBatchNorm::vjp(const VjpArgs& a) const {
+  const Tensor& x = a.x(0);
+  const Tensor& mean = training ? a.output(1) : a.x(3);
+  const Tensor& variance = training ? a.output(2) : a.x(4);
+  Grads g(a.input_specs.size());
+  if (a.grad.defined()) {
+    auto [dx, dscale, doffset] = apply(BatchNormGrad{epsilon, training},
+                                       {x, a.grad, a.x(1), mean, variance});
+    g[0] = dx;
+    g[1] = dscale;
+    g[2] = doffset;
+  }
+  if (!training) {  // the statistics pass through unchanged
+    g[3] = a.grads[1];
+    g[4] = a.grads[2];
+    return g;
+  }
+  if (a.grads[1].defined() || a.grads[2].defined()) {
+    const Tensor through = moments_grad(x, mean, a.grads[1], a.grads[2]);
+    g[0] = g[0].defined() ? g[0] + through : through;
+  }
+  return g;
+}
+
+Grads BatchMoments::vjp(const VjpArgs& a) const {
+  return {moments_grad(a.x(), a.output(0), a.grads[0], a.grads[1])};
 }
 
 Grads BatchNormGrad::vjp(const VjpArgs&) const {

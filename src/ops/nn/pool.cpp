@@ -105,36 +105,18 @@ Tensor restore(const Tensor& y, bool channels_last) {
   return transpose(y, perm);
 }
 
-/** MaxPool that asks its kernel for the workspace when a tape records. */
-MaxPool max_pool_op(const PoolWindow& w) {
-  MaxPool op{w, {}};
-  if (autograd::g_recording_tapes != 0)
-    op.workspace = std::make_shared<Tensor>();
-  return op;
-}
-
 Tensor max_pool(const Tensor& x, const nn::PoolOptions& o, int64_t nd,
                 const char* op) {
   const Prepared p = prepare(x, o, nd, op);
-  return restore(apply(max_pool_op(p.w), {p.x}), p.channels_last);
+  // Only a recorded max pool has a gradient to route by the workspace.
+  const MaxPool pool{p.w, autograd::g_recording_tapes != 0};
+  return restore(apply(pool, {p.x})[0], p.channels_last);
 }
 Tensor avg_pool(const Tensor& x, const nn::PoolOptions& o, int64_t nd,
                 const char* op) {
   const Prepared p = prepare(x, o, nd, op);
   return restore(apply(AvgPool{p.w, o.count_include_pad}, {p.x}),
                  p.channels_last);
-}
-
-/** Tensor of shape (N, C, 1...) (rank `rank`) holding n * scale_n + c. */
-Tensor plane_base(int64_t n, int64_t c, int64_t rank, int64_t scale_n,
-                  int64_t scale_c) {
-  Shape s{n, c};
-  while (s.size() < rank) s.push_back(1);
-  const Tensor nb =
-      reshape(arange<int64_t>(0, n) * scalar(scale_n, int64), {n, 1});
-  const Tensor cb =
-      reshape(arange<int64_t>(0, c) * scalar(scale_c, int64), {1, c});
-  return reshape(nb + cb, s);
 }
 
 }  // namespace
@@ -162,27 +144,20 @@ Tensor avg_pool3d(const Tensor& x, const PoolOptions& o) {
 PoolWithArgmax max_pool2d_with_argmax(const Tensor& x, const PoolOptions& o,
                                       bool include_batch_in_index) {
   const Prepared p = prepare(x, o, 2, "max_pool2d_with_argmax");
-  const Tensor y = apply(max_pool_op(p.w), {p.x});
-  // Position within the plane is y*W + x; TensorFlow's index is NHWC's.
-  const Tensor pos = apply(MaxPoolArgmax{p.w}, {p.x});
-  const Shape& s = p.x.shape();
-  const int64_t C = s[1], HWC = s[2] * s[3] * s[1];
-  const Tensor idx =
-      pos * scalar(C, int64) +
-      plane_base(s[0], C, 4, include_batch_in_index ? HWC : 0, 1);
+  // One pass: the indices come from the workspace, not from x again.
+  const auto [y, workspace] = apply(MaxPool{p.w, true}, {p.x});
+  const Tensor idx = apply(
+      MaxPoolArgmax{p.w, p.x.shape(), include_batch_in_index}, {workspace});
   return {restore(y, p.channels_last), restore(idx, p.channels_last)};
 }
 }  // namespace nn
 
 Grads MaxPool::vjp(const VjpArgs& a) const {
-  if (!workspace || !workspace->defined())
+  if (!with_workspace)
     throw ValueError(
-        "[max_pool] expected the workspace of a recorded max pool, got none");
-  // A soft-placed forward leaves the workspace on the host.
-  const Tensor ws = workspace->device() == a.grad.device()
-                        ? *workspace
-                        : workspace->to(a.grad.device());
-  return {apply(MaxPoolScatter{w, a.input_shape(0)}, {a.grad, ws})};
+        "[max_pool] expected the workspace of a recorded max pool, got a max "
+        "pool applied while nothing recorded");
+  return {apply(MaxPoolScatter{w, a.input_shape(0)}, {a.grad, a.output(1)})};
 }
 Grads AvgPool::vjp(const VjpArgs& a) const {
   return {apply(AvgPoolGrad{w, count_include_pad, a.input_shape(0)}, {a.grad})};

@@ -2,9 +2,9 @@
 // Pooling op structs. Every op works on (N, C, spatial...) with 1 to 3
 // spatial axes; channels-last layouts are transposed views made by the
 // public functions in src/ops/nn/pool.cpp.
-#include <memory>
+#include <array>
 
-#include "ops/elementwise_ops.hpp"
+#include "ops/op.hpp"
 
 namespace tapeflow {
 
@@ -16,23 +16,23 @@ struct PoolWindow {
 };
 
 /**
- * A max-pool workspace: int32 of the output's shape, each element the index
- * of its window's first maximum in row-major order over the whole window
- * (padding included), the convention of oneDNN's workspace.
+ * Outputs (y, workspace). The workspace is int32 of y's shape, each element
+ * the index of its window's first maximum in row-major order over the whole
+ * window (padding included), the convention of oneDNN's workspace; it is
+ * what the gradient routes dy by, and carries no gradient itself. Without
+ * `with_workspace` (nothing records, no argmax wanted) it is empty and the
+ * kernel skips it.
  */
 struct MaxPool {
   static constexpr const char* name = "max_pool";
-  static constexpr int save = kSaveNothing;
+  static constexpr int save = kSaveOutput;
+  static constexpr uint32_t saved_outputs = 0b10;  // the workspace, not y
   PoolWindow w;
-  /**
-   * Set by the public function when a tape records: the kernel stores the
-   * workspace there, and the recorded copy of the op hands it to the vjp.
-   * An op has one output, and a second pass over x for the argmax would cost
-   * as much as the forward itself, hence this side channel.
-   */
-  std::shared_ptr<Tensor> workspace;
-  TensorSpec infer(Inputs in) const {
-    return {w.output_shape(in[0].shape()), in[0].dtype()};
+  bool with_workspace = false;
+  std::array<TensorSpec, 2> infer(Inputs in) const {
+    const Shape y = w.output_shape(in[0].shape());
+    return {TensorSpec{y, in[0].dtype()},
+            TensorSpec{with_workspace ? y : Shape{0}, int32}};
   }
   Grads vjp(const VjpArgs& a) const;
 };
@@ -80,16 +80,18 @@ struct AvgPoolGrad {
   Grads vjp(const VjpArgs& a) const;
 };
 /**
- * int64 position of each window's first maximum within its (n, c) plane,
- * row-major over the spatial axes. No gradient.
+ * Input: a max-pool workspace of a 2-d pooling of x (N, C, H, W). Output:
+ * int64 TensorFlow max_pool_with_argmax indices, the flattened NHWC position
+ * (y * W + x) * C + c of each maximum, plus n * H * W * C when
+ * `include_batch_in_index`. No gradient.
  */
 struct MaxPoolArgmax {
   static constexpr const char* name = "max_pool_argmax";
   static constexpr int save = kSaveNothing;
   PoolWindow w;
-  TensorSpec infer(Inputs in) const {
-    return {w.output_shape(in[0].shape()), int64};
-  }
+  Shape input_shape;
+  bool include_batch_in_index = false;
+  TensorSpec infer(Inputs in) const { return {in[0].shape(), int64}; }
 };
 
 }  // namespace tapeflow
