@@ -13,7 +13,7 @@
 
 #include "tapeflow/core/error.hpp"
 #include "tapeflow/core/tensor.hpp"
-#include "tapeflow/data/batching.hpp"
+#include "tapeflow/data/batch_traits.hpp"
 #include "tapeflow/data/cardinality.hpp"
 #include "tapeflow/data/iterator.hpp"
 
@@ -435,6 +435,6 @@ Dataset<std::tuple<Ts...>> zip(const Dataset<Ts>&... datasets) {
 
 }  // namespace tapeflow::data
 
-#include "tapeflow/data/batch.hpp"
+#include "tapeflow/data/batch_transforms.hpp"
 #include "tapeflow/data/interleave.hpp"
 #include "tapeflow/data/transforms.hpp"

@@ -1,6 +1,7 @@
 #pragma once
-// Dataset<T>::batch and padded_batch: consecutive elements grouped and
-// combined by the traits of batching.hpp. Included by dataset.hpp.
+// The batching transformations Dataset<T>::batch and padded_batch:
+// consecutive elements grouped and combined by the traits of
+// batch_traits.hpp. Included by dataset.hpp.
 #include <cstdint>
 #include <optional>
 #include <string>
