@@ -1,6 +1,6 @@
 #pragma once
 // tpf::data: input pipelines (datasets, transformations, readers, queues).
-#include "tapeflow/data/batching.hpp"
+#include "tapeflow/data/batch_traits.hpp"
 #include "tapeflow/data/dataset.hpp"
 #include "tapeflow/data/iterator.hpp"
 #include "tapeflow/data/queue.hpp"

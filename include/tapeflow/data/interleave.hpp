@@ -2,15 +2,20 @@
 // Dataset::interleave, in tf.data's InterleaveDataset order, on the
 // consumer's thread or with worker threads reading the inner datasets ahead
 // (ParallelInterleaveDataset with deterministic=True: the same order).
-// Included by dataset.hpp.
+// Included by dataset.hpp; include that.
 #include <algorithm>
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <exception>
+#include <memory>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <thread>
+#include <vector>
 
-#include "tapeflow/data/dataset.hpp"
+#include "tapeflow/data/dataset_core.hpp"
 #include "tapeflow/data/workers.hpp"
 
 namespace tapeflow::data {

@@ -1,16 +1,22 @@
 #pragma once
 // The stateful and threaded transformations of Dataset<T>: map (sequential
-// or on worker threads), shuffle, cache, prefetch. Included by dataset.hpp.
+// or on worker threads), shuffle, cache, prefetch. Included by dataset.hpp;
+// include that.
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <exception>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <random>
+#include <string>
 #include <thread>
+#include <vector>
 
-#include "tapeflow/data/dataset.hpp"
+#include "tapeflow/data/dataset_core.hpp"
 #include "tapeflow/data/queue.hpp"
 #include "tapeflow/data/workers.hpp"
 

@@ -1,13 +1,14 @@
 #pragma once
-// Dataset<T>::batch and padded_batch: consecutive elements grouped and
-// combined by the traits of batching.hpp. Included by dataset.hpp.
+// The batching transformations Dataset<T>::batch and padded_batch:
+// consecutive elements grouped and combined by the traits of
+// batch_traits.hpp. Included by dataset.hpp; include that.
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "tapeflow/data/dataset.hpp"
+#include "tapeflow/data/dataset_core.hpp"
 
 namespace tapeflow::data {
 

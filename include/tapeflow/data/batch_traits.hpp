@@ -1,5 +1,6 @@
 #pragma once
-// How Dataset::batch and padded_batch combine elements, per element type.
+// How Dataset::batch and padded_batch combine elements, per element type:
+// BatchTraits (stacking), PaddedBatchTraits and PaddingValues (padding).
 #include <cstdint>
 #include <initializer_list>
 #include <string>
