@@ -173,6 +173,7 @@ void register_elementwise(Registry& r) {
   r.set<Expm1>(gpu, floating_unary<Expm1, Expm1F>, "cuda");
   r.set<Log1p>(gpu, floating_unary<Log1p, Log1pF>, "cuda");
   r.set<Erf>(gpu, floating_unary<Erf, ErfF>, "cuda");
+  r.set<Atan>(gpu, floating_unary<Atan, AtanF>, "cuda");
   r.set<LogicalNot>(gpu, logical_not, "cuda");
   r.set<Add>(gpu, arithmetic<Add, AddF>, "cuda");
   r.set<Sub>(gpu, arithmetic<Sub, SubF>, "cuda");

@@ -5,102 +5,35 @@
 
 namespace tapeflow::cuda {
 
-struct NegF {
-  template <class T>
-  __device__ T operator()(T a) const {
-    return -a;
+/**
+ * A unary device functor in one line: TPF_DEVICE_UNARY(ExpF, exp(a)) makes
+ * ExpF, whose call applies the expression to `a` of any element type T.
+ */
+#define TPF_DEVICE_UNARY(Name, expr)     \
+  struct Name {                          \
+    template <class T>                   \
+    __device__ T operator()(T a) const { \
+      return expr;                       \
+    }                                    \
   }
-};
-struct ExpF {
-  template <class T>
-  __device__ T operator()(T a) const {
-    return exp(a);
-  }
-};
-struct LogF {
-  template <class T>
-  __device__ T operator()(T a) const {
-    return log(a);
-  }
-};
-struct SqrtF {
-  template <class T>
-  __device__ T operator()(T a) const {
-    return sqrt(a);
-  }
-};
-struct RsqrtF {
-  template <class T>
-  __device__ T operator()(T a) const {
-    return rsqrt(a);
-  }
-};
-struct AbsF {
-  template <class T>
-  __device__ T operator()(T a) const {
-    return a < T(0) ? -a : a;
-  }
-};
-struct SignF {
-  template <class T>
-  __device__ T operator()(T a) const {
-    return T((a > T(0)) - (a < T(0)));
-  }
-};
-struct SquareF {
-  template <class T>
-  __device__ T operator()(T a) const {
-    return a * a;
-  }
-};
-struct SinF {
-  template <class T>
-  __device__ T operator()(T a) const {
-    return sin(a);
-  }
-};
-struct CosF {
-  template <class T>
-  __device__ T operator()(T a) const {
-    return cos(a);
-  }
-};
-struct TanhF {
-  template <class T>
-  __device__ T operator()(T a) const {
-    return tanh(a);
-  }
-};
-struct SigmoidF {
-  template <class T>
-  __device__ T operator()(T a) const {
-    return T(1) / (T(1) + exp(-a));
-  }
-};
-struct Expm1F {
-  template <class T>
-  __device__ T operator()(T a) const {
-    return expm1(a);
-  }
-};
-struct Log1pF {
-  template <class T>
-  __device__ T operator()(T a) const {
-    return log1p(a);
-  }
-};
-struct ErfF {
-  template <class T>
-  __device__ T operator()(T a) const {
-    return erf(a);
-  }
-};
-struct ReluF {
-  template <class T>
-  __device__ T operator()(T a) const {
-    return a > T(0) ? a : T(0);
-  }
-};
+
+TPF_DEVICE_UNARY(NegF, -a);
+TPF_DEVICE_UNARY(ExpF, exp(a));
+TPF_DEVICE_UNARY(LogF, log(a));
+TPF_DEVICE_UNARY(SqrtF, sqrt(a));
+TPF_DEVICE_UNARY(RsqrtF, rsqrt(a));
+TPF_DEVICE_UNARY(AbsF, a < T(0) ? -a : a);
+TPF_DEVICE_UNARY(SignF, T((a > T(0)) - (a < T(0))));
+TPF_DEVICE_UNARY(SquareF, a* a);
+TPF_DEVICE_UNARY(SinF, sin(a));
+TPF_DEVICE_UNARY(CosF, cos(a));
+TPF_DEVICE_UNARY(TanhF, tanh(a));
+TPF_DEVICE_UNARY(SigmoidF, T(1) / (T(1) + exp(-a)));
+TPF_DEVICE_UNARY(Expm1F, expm1(a));
+TPF_DEVICE_UNARY(Log1pF, log1p(a));
+TPF_DEVICE_UNARY(ErfF, erf(a));
+TPF_DEVICE_UNARY(ReluF, a > T(0) ? a : T(0));
+TPF_DEVICE_UNARY(AtanF, atan(a));
 struct NotF {
   __device__ uint8_t operator()(uint8_t a) const { return !a; }
 };

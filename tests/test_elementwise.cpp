@@ -74,6 +74,11 @@ TEST_CASE("unary ops: forward, strided, float32 and gradcheck") {
           "log1p", tpf::log1p, [](double v) { return std::log1p(v); }, pos23()),
       unary(
           "erf", tpf::erf, [](double v) { return std::erf(v); }, x23()),
+      unary(
+          "atan", tpf::atan, [](double v) { return std::atan(v); }, x23()),
+      unary(
+          "atan far from 0", tpf::atan, [](double v) { return std::atan(v); },
+          tpf::tensor({{-1e4, -3.0, 40.0}, {1e-8, 7.5, 1e4}})),
   };
   for (const auto& c : cases) testing::run_op_case(c);
 }

@@ -1,5 +1,6 @@
 #pragma once
-// Elementwise math as functors callable on scalars and on xsimd batches.
+// Binary elementwise math as functors callable on scalars and on xsimd
+// batches (unary math is written inline where src/cpu/unary.cpp registers it).
 #include <cmath>
 #include <type_traits>
 
@@ -12,106 +13,6 @@ using scalar_of =
     typename std::conditional_t<std::is_arithmetic_v<T>, std::type_identity<T>,
                                 typename T::value_type>;
 
-struct NegF {
-  template <class T>
-  T operator()(const T& a) const {
-    return -a;
-  }
-};
-struct ExpF {
-  template <class T>
-  T operator()(const T& a) const {
-    return xsimd::exp(a);
-  }
-};
-struct LogF {
-  template <class T>
-  T operator()(const T& a) const {
-    return xsimd::log(a);
-  }
-};
-struct SqrtF {
-  template <class T>
-  T operator()(const T& a) const {
-    return xsimd::sqrt(a);
-  }
-};
-struct RsqrtF {
-  template <class T>
-  T operator()(const T& a) const {
-    return T(1) / xsimd::sqrt(a);
-  }
-};
-struct AbsF {
-  template <class T>
-  T operator()(const T& a) const {
-    return xsimd::abs(a);
-  }
-};
-struct SquareF {
-  template <class T>
-  T operator()(const T& a) const {
-    return a * a;
-  }
-};
-struct SinF {
-  template <class T>
-  T operator()(const T& a) const {
-    return xsimd::sin(a);
-  }
-};
-struct CosF {
-  template <class T>
-  T operator()(const T& a) const {
-    return xsimd::cos(a);
-  }
-};
-struct TanhF {
-  template <class T>
-  T operator()(const T& a) const {
-    return xsimd::tanh(a);
-  }
-};
-struct SigmoidF {
-  template <class T>
-  T operator()(const T& a) const {
-    return T(1) / (T(1) + xsimd::exp(-a));
-  }
-};
-struct Expm1F {
-  template <class T>
-  T operator()(const T& a) const {
-    return xsimd::expm1(a);
-  }
-};
-struct Log1pF {
-  template <class T>
-  T operator()(const T& a) const {
-    return xsimd::log1p(a);
-  }
-};
-struct ErfF {
-  template <class T>
-  T operator()(const T& a) const {
-    return xsimd::erf(a);
-  }
-};
-struct ReluF {
-  template <class T>
-  T operator()(const T& a) const {
-    return xsimd::max(a, T(0));
-  }
-};
-struct SignF {
-  template <class T>
-  T operator()(const T& a) const {
-    if constexpr (std::is_arithmetic_v<T>)
-      return static_cast<T>((a > T(0)) - (a < T(0)));
-    else
-      return xsimd::select(a > T(0), T(1),
-                           xsimd::select(a < T(0), T(-1), T(0)));
-  }
-};
 struct NotF {
   uint8_t operator()(uint8_t a) const { return !a; }
 };

@@ -6,47 +6,81 @@
 namespace tapeflow::cpu {
 namespace {
 
-/** Kernel for a float-only unary op. */
+/** Kernel for a float-only unary op computing f on scalars and batches. */
 template <class Op, class F>
-void floating(const Op&, Inputs in, Outputs outs) {
-  Tensor& out = outs[0];
+void floating_kernel(const Op&, Inputs in, Outputs out) {
   dispatch_floating(in[0].dtype(), Op::name, [&](auto tag) {
-    unary_kernel<decltype(tag)>(in[0], out, F{});
+    unary_kernel<decltype(tag)>(in[0], out[0], F{});
   });
 }
 /** Kernel for a unary op on any numeric dtype. */
 template <class Op, class F>
-void numeric(const Op&, Inputs in, Outputs outs) {
-  Tensor& out = outs[0];
+void numeric_kernel(const Op&, Inputs in, Outputs out) {
   dispatch_numeric(in[0].dtype(), Op::name, [&](auto tag) {
-    unary_kernel<decltype(tag)>(in[0], out, F{});
+    unary_kernel<decltype(tag)>(in[0], out[0], F{});
   });
 }
-void logical_not(const LogicalNot&, Inputs in, Outputs outs) {
-  Tensor& out = outs[0];
-  unary_kernel<uint8_t>(in[0], out, NotF{});
+// The kernel of Op for the math f (a captureless lambda taking a scalar or
+// an xsimd batch): a new op is one line of register_unary.
+template <class Op, class F>
+constexpr Kernel<Op> floating(F) {
+  return floating_kernel<Op, F>;
+}
+template <class Op, class F>
+constexpr Kernel<Op> numeric(F) {
+  return numeric_kernel<Op, F>;
+}
+void logical_not(const LogicalNot&, Inputs in, Outputs out) {
+  unary_kernel<uint8_t>(in[0], out[0], NotF{});
+}
+
+/** 1 in the type of a, a scalar or a batch. */
+template <class T>
+T one(const T&) {
+  return T(1);
 }
 
 }  // namespace
 
 void register_unary(Registry& r) {
   constexpr auto cpu = DeviceType::cpu;
-  r.set<Neg>(cpu, numeric<Neg, NegF>, "xsimd");
-  r.set<Exp>(cpu, floating<Exp, ExpF>, "xsimd");
-  r.set<Log>(cpu, floating<Log, LogF>, "xsimd");
-  r.set<Sqrt>(cpu, floating<Sqrt, SqrtF>, "xsimd");
-  r.set<Rsqrt>(cpu, floating<Rsqrt, RsqrtF>, "xsimd");
-  r.set<Abs>(cpu, numeric<Abs, AbsF>, "xsimd");
-  r.set<Sign>(cpu, numeric<Sign, SignF>, "xsimd");
-  r.set<Square>(cpu, numeric<Square, SquareF>, "xsimd");
-  r.set<Sin>(cpu, floating<Sin, SinF>, "xsimd");
-  r.set<Cos>(cpu, floating<Cos, CosF>, "xsimd");
-  r.set<Tanh>(cpu, floating<Tanh, TanhF>, "xsimd");
-  r.set<Sigmoid>(cpu, floating<Sigmoid, SigmoidF>, "xsimd");
-  r.set<Relu>(cpu, numeric<Relu, ReluF>, "xsimd");
-  r.set<Expm1>(cpu, floating<Expm1, Expm1F>, "xsimd");
-  r.set<Log1p>(cpu, floating<Log1p, Log1pF>, "xsimd");
-  r.set<Erf>(cpu, floating<Erf, ErfF>, "xsimd");
+  using xsimd::select;
+  r.set<Neg>(cpu, numeric<Neg>([](auto a) { return -a; }), "xsimd");
+  r.set<Exp>(cpu, floating<Exp>([](auto a) { return xsimd::exp(a); }), "xsimd");
+  r.set<Log>(cpu, floating<Log>([](auto a) { return xsimd::log(a); }), "xsimd");
+  r.set<Sqrt>(cpu, floating<Sqrt>([](auto a) { return xsimd::sqrt(a); }),
+              "xsimd");
+  r.set<Rsqrt>(cpu,
+               floating<Rsqrt>([](auto a) { return one(a) / xsimd::sqrt(a); }),
+               "xsimd");
+  r.set<Abs>(cpu, numeric<Abs>([](auto a) { return xsimd::abs(a); }), "xsimd");
+  r.set<Sign>(cpu, numeric<Sign>([](auto a) {
+                using T = decltype(a);
+                if constexpr (std::is_arithmetic_v<T>)
+                  return static_cast<T>((a > T(0)) - (a < T(0)));
+                else
+                  return select(a > T(0), T(1), select(a < T(0), T(-1), T(0)));
+              }),
+              "xsimd");
+  r.set<Square>(cpu, numeric<Square>([](auto a) { return a * a; }), "xsimd");
+  r.set<Sin>(cpu, floating<Sin>([](auto a) { return xsimd::sin(a); }), "xsimd");
+  r.set<Cos>(cpu, floating<Cos>([](auto a) { return xsimd::cos(a); }), "xsimd");
+  r.set<Tanh>(cpu, floating<Tanh>([](auto a) { return xsimd::tanh(a); }),
+              "xsimd");
+  r.set<Sigmoid>(cpu, floating<Sigmoid>([](auto a) {
+                   return one(a) / (one(a) + xsimd::exp(-a));
+                 }),
+                 "xsimd");
+  r.set<Relu>(
+      cpu, numeric<Relu>([](auto a) { return xsimd::max(a, decltype(a)(0)); }),
+      "xsimd");
+  r.set<Expm1>(cpu, floating<Expm1>([](auto a) { return xsimd::expm1(a); }),
+               "xsimd");
+  r.set<Log1p>(cpu, floating<Log1p>([](auto a) { return xsimd::log1p(a); }),
+               "xsimd");
+  r.set<Erf>(cpu, floating<Erf>([](auto a) { return xsimd::erf(a); }), "xsimd");
+  r.set<Atan>(cpu, floating<Atan>([](auto a) { return xsimd::atan(a); }),
+              "xsimd");
   r.set<LogicalNot>(cpu, logical_not, "xsimd");
 }
 

@@ -5,86 +5,35 @@
 
 namespace tapeflow {
 
-struct Neg : UnaryOp {
-  static constexpr const char* name = "neg";
-  static constexpr int save = kSaveNothing;
-  Grads vjp(const VjpArgs& a) const;
-};
-struct Exp : UnaryOp {
-  static constexpr const char* name = "exp";
-  static constexpr int save = kSaveOutput;
-  Grads vjp(const VjpArgs& a) const;
-};
-struct Log : UnaryOp {
-  static constexpr const char* name = "log";
-  static constexpr int save = kSaveInputs;
-  Grads vjp(const VjpArgs& a) const;
-};
-struct Sqrt : UnaryOp {
-  static constexpr const char* name = "sqrt";
-  static constexpr int save = kSaveOutput;
-  Grads vjp(const VjpArgs& a) const;
-};
-struct Rsqrt : UnaryOp {
-  static constexpr const char* name = "rsqrt";
-  static constexpr int save = kSaveOutput;
-  Grads vjp(const VjpArgs& a) const;
-};
-struct Abs : UnaryOp {
-  static constexpr const char* name = "abs";
-  static constexpr int save = kSaveInputs;
-  Grads vjp(const VjpArgs& a) const;
-};
-struct Sign : UnaryOp {
-  static constexpr const char* name = "sign";
-  static constexpr int save = kSaveNothing;
-  Grads vjp(const VjpArgs& a) const;
-};
-struct Square : UnaryOp {
-  static constexpr const char* name = "square";
-  static constexpr int save = kSaveInputs;
-  Grads vjp(const VjpArgs& a) const;
-};
-struct Sin : UnaryOp {
-  static constexpr const char* name = "sin";
-  static constexpr int save = kSaveInputs;
-  Grads vjp(const VjpArgs& a) const;
-};
-struct Cos : UnaryOp {
-  static constexpr const char* name = "cos";
-  static constexpr int save = kSaveInputs;
-  Grads vjp(const VjpArgs& a) const;
-};
-struct Tanh : UnaryOp {
-  static constexpr const char* name = "tanh";
-  static constexpr int save = kSaveOutput;
-  Grads vjp(const VjpArgs& a) const;
-};
-struct Sigmoid : UnaryOp {
-  static constexpr const char* name = "sigmoid";
-  static constexpr int save = kSaveOutput;
-  Grads vjp(const VjpArgs& a) const;
-};
-struct Expm1 : UnaryOp {
-  static constexpr const char* name = "expm1";
-  static constexpr int save = kSaveOutput;
-  Grads vjp(const VjpArgs& a) const;
-};
-struct Log1p : UnaryOp {
-  static constexpr const char* name = "log1p";
-  static constexpr int save = kSaveInputs;
-  Grads vjp(const VjpArgs& a) const;
-};
-struct Erf : UnaryOp {
-  static constexpr const char* name = "erf";
-  static constexpr int save = kSaveInputs;
-  Grads vjp(const VjpArgs& a) const;
-};
-struct Relu : UnaryOp {
-  static constexpr const char* name = "relu";
-  static constexpr int save = kSaveOutput;
-  Grads vjp(const VjpArgs& a) const;
-};
+/**
+ * A unary op with its gradient rule: one line, e.g.
+ * TPF_UNARY_OP(Exp, "exp", kSaveOutput). Its vjp is defined next to the
+ * public function in src/ops/unary.cpp.
+ */
+#define TPF_UNARY_OP(Type, op_name, saves)       \
+  struct Type : UnaryOp {                        \
+    static constexpr const char* name = op_name; \
+    static constexpr int save = saves;           \
+    Grads vjp(const VjpArgs& a) const;           \
+  }
+
+TPF_UNARY_OP(Neg, "neg", kSaveNothing);
+TPF_UNARY_OP(Exp, "exp", kSaveOutput);
+TPF_UNARY_OP(Log, "log", kSaveInputs);
+TPF_UNARY_OP(Sqrt, "sqrt", kSaveOutput);
+TPF_UNARY_OP(Rsqrt, "rsqrt", kSaveOutput);
+TPF_UNARY_OP(Abs, "abs", kSaveInputs);
+TPF_UNARY_OP(Sign, "sign", kSaveNothing);
+TPF_UNARY_OP(Square, "square", kSaveInputs);
+TPF_UNARY_OP(Sin, "sin", kSaveInputs);
+TPF_UNARY_OP(Cos, "cos", kSaveInputs);
+TPF_UNARY_OP(Tanh, "tanh", kSaveOutput);
+TPF_UNARY_OP(Sigmoid, "sigmoid", kSaveOutput);
+TPF_UNARY_OP(Expm1, "expm1", kSaveOutput);
+TPF_UNARY_OP(Log1p, "log1p", kSaveInputs);
+TPF_UNARY_OP(Erf, "erf", kSaveInputs);
+TPF_UNARY_OP(Relu, "relu", kSaveOutput);
+TPF_UNARY_OP(Atan, "atan", kSaveInputs);
 
 struct Add : BinaryOp<Add> {
   static constexpr const char* name = "add";

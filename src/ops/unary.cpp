@@ -125,6 +125,13 @@ Grads Erf::vjp(const VjpArgs& a) const {
   return {a.grad * 1.1283791670955126 * exp(-square(a.x()))};
 }
 
+Tensor atan(const Tensor& x) {
+  return apply(Atan{}, {to_floating(x)});
+}
+Grads Atan::vjp(const VjpArgs& a) const {
+  return {a.grad / (square(a.x()) + 1.0)};
+}
+
 Tensor relu(const Tensor& x) {
   return apply(Relu{}, {numeric(x)});
 }

@@ -22,6 +22,7 @@ Tensor maximum(const Tensor& x, const Tensor& y);
 /** e**x - 1, accurate near 0. */ Tensor expm1(const Tensor& x);
 /** log(1 + x), accurate near 0. */ Tensor log1p(const Tensor& x);
 /** The error function. */ Tensor erf(const Tensor& x);
+/** Arctangent, in (-pi/2, pi/2). */ Tensor atan(const Tensor& x);
 /** Natural logarithm. */ Tensor log(const Tensor& x);
 Tensor sqrt(const Tensor& x);
 /** 1 / sqrt(x) */ Tensor rsqrt(const Tensor& x);
