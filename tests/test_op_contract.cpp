@@ -4,7 +4,7 @@
 // reads of tensors an op did not save.
 #include <memory>
 
-#include "core/apply.hpp"
+#include "ops/apply.hpp"
 #include "ops/op.hpp"
 #include "support/check.hpp"
 

@@ -2,12 +2,8 @@
 
 #include <cstring>
 
-#include "core/apply.hpp"
 #include "core/cpu_allocator.hpp"
 #include "core/creation_internal.hpp"
-#include "ops/elementwise_ops.hpp"
-#include "tapeflow/config.hpp"
-#include "tapeflow/ops/math.hpp"
 
 namespace tapeflow {
 
@@ -100,102 +96,6 @@ std::vector<double> Tensor::host_doubles() const {
 }
 std::vector<int64_t> Tensor::host_int64s() const {
   return host_values<int64_t>(*this);
-}
-
-Tensor Tensor::to(Device device) const {
-  if (device == this->device()) return *this;
-  return apply_view(ToDevice{device}, *this);
-}
-
-namespace {
-
-/**
- * Host copy of a strided device view: the storage span it covers comes over
- * in one transfer and the view's strides are applied on the host, so devices
- * need no strided-copy kernel.
- */
-Tensor strided_to_host(const Tensor& x) {
-  int64_t last = 0;
-  for (int64_t i = 0; i < x.rank(); ++i)
-    last += (x.shape()[i] - 1) * x.strides()[i];
-  const int64_t span = last + 1;
-  Tensor host = empty_tensor({span}, x.dtype(), Device::cpu());
-  const size_t item = itemsize(x.dtype());
-  checked_backend(x.device(), "to")
-      ->copy_to_host(static_cast<const char*>(x.impl()->storage->data()) +
-                         x.offset() * item,
-                     host.raw_data(), span * item, x.device().index);
-  return materialize(make_view(host, x.shape(), x.strides(), 0));
-}
-
-}  // namespace
-
-Tensor ToDevice::view(const Tensor& x) const {
-  if (!device.is_cpu()) checked_backend(device, name);  // errors name "to"
-  Tensor src = x;
-  if (x.numel() > 0 && !x.is_contiguous() && !x.device().is_cpu())
-    src = strided_to_host(x);
-  else
-    src = materialize(x);
-  if (src.device() == device) return src;
-  Tensor dst = empty_tensor(src.shape(), src.dtype(), device);
-  const size_t bytes = src.numel() * itemsize(src.dtype());
-  if (bytes == 0) return dst;
-  const Device from = src.device();
-  if (from.is_cpu()) {
-    checked_backend(device, name)
-        ->copy_from_host(src.raw_data(), dst.raw_data(), bytes, device.index);
-  } else if (device.is_cpu()) {
-    checked_backend(from, name)
-        ->copy_to_host(src.raw_data(), dst.raw_data(), bytes, from.index);
-  } else {  // between two devices, through the host
-    std::vector<char> host(bytes);
-    checked_backend(from, name)
-        ->copy_to_host(src.raw_data(), host.data(), bytes, from.index);
-    checked_backend(device, name)
-        ->copy_from_host(host.data(), dst.raw_data(), bytes, device.index);
-  }
-  return dst;
-}
-Grads ToDevice::vjp(const VjpArgs& a) const {
-  return {a.grad.to(a.input_specs[0].device)};
-}
-
-Tensor Tensor::cast(DType dtype) const {
-  return tapeflow::cast(*this, dtype);
-}
-
-Device common_device(const char* op, Inputs in) {
-  if (in.empty()) return Device::cpu();
-  const Device d = in[0].device();
-  for (size_t i = 1; i < in.size(); ++i) {
-    if (!(in[i].device() == d))
-      throw DeviceError(std::string("[") + op + "] expected all inputs on " +
-                        d.str() + ", got input " + std::to_string(i) + " on " +
-                        in[i].device().str());
-  }
-  return d;
-}
-
-void throw_no_kernel(const char* op, Device device) {
-  throw DeviceError(std::string("[") + op + "] expected a kernel for " +
-                    device.str() + ", got none (soft placement is " +
-                    (config::soft_placement() ? "on" : "off") + ")");
-}
-
-void run_soft_placed(const char* op, Inputs in, Device device,
-                     const std::function<void(Inputs, Outputs)>& cpu_run,
-                     std::span<const autograd::TensorSpec> specs,
-                     std::span<Tensor> out, PayloadPtr* payload) {
-  if (!config::soft_placement()) throw_no_kernel(op, device);
-  std::vector<Tensor> host;
-  host.reserve(in.size());
-  for (const Tensor& t : in) host.push_back(t.cpu());
-  std::vector<Tensor> host_out;
-  for (const autograd::TensorSpec& s : specs)
-    host_out.push_back(empty_tensor(s.shape, s.dtype, Device::cpu()));
-  cpu_run(host, Outputs(host_out, payload));
-  for (size_t i = 0; i < out.size(); ++i) out[i] = host_out[i].to(device);
 }
 
 }  // namespace tapeflow

@@ -1,7 +1,7 @@
 // Binary math, comparisons and where: public functions and gradient rules.
 #include <cmath>
 
-#include "core/apply.hpp"
+#include "ops/apply.hpp"
 #include "ops/elementwise_ops.hpp"
 #include "tapeflow/creation.hpp"
 #include "tapeflow/ops/math.hpp"

@@ -1,5 +1,5 @@
 // Ops that copy between layouts: concat, gather, one_hot, shuffle.
-#include "core/apply.hpp"
+#include "ops/apply.hpp"
 #include "ops/axes.hpp"
 #include "ops/shape_ops.hpp"
 #include "tapeflow/creation.hpp"

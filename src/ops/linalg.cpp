@@ -1,7 +1,7 @@
 // Linear algebra: matmul, matrix_inverse, matrix_determinant.
 #include "tapeflow/ops/linalg.hpp"
 
-#include "core/apply.hpp"
+#include "ops/apply.hpp"
 #include "ops/elementwise_ops.hpp"
 #include "ops/linalg_ops.hpp"
 #include "tapeflow/ops/math.hpp"

@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "core/apply.hpp"
+#include "ops/apply.hpp"
 #include "ops/axes.hpp"
 #include "ops/elementwise_ops.hpp"
 #include "ops/reduce_ops.hpp"

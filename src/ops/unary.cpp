@@ -1,5 +1,5 @@
 // Unary math: public functions and their gradient rules.
-#include "core/apply.hpp"
+#include "ops/apply.hpp"
 #include "ops/elementwise_ops.hpp"
 #include "tapeflow/autograd.hpp"
 #include "tapeflow/creation.hpp"
@@ -155,29 +155,6 @@ Grads Cast::vjp(const VjpArgs& a) const {
   const DType from = a.input_specs[0].dtype;
   if (!is_floating(from)) return {Tensor()};
   return {cast(a.grad, from)};
-}
-
-Tensor Tensor::contiguous() const {
-  if (is_contiguous()) return *this;
-  return apply(Cast{.dtype = dtype()}, {*this});
-}
-
-Tensor materialize(const Tensor& x) {
-  if (x.is_contiguous()) return x;
-  NoGradGuard no_grad;
-  return apply(Cast{.dtype = x.dtype()}, {x});
-}
-
-void write_into(const Tensor& dst, const Tensor& src, const char* op) {
-  if (!(dst.device() == src.device()))
-    throw DeviceError(std::string("[") + op + "] expected a value on " +
-                      dst.device().str() + ", got " + src.device().str());
-  const Kernel<Cast> k = find_kernel<Cast>(dst.device());
-  if (!k) throw_no_kernel(op, dst.device());
-  NoGradGuard no_grad;
-  Tensor out = dst;
-  const Tensor in[] = {broadcast_to(src, dst.shape())};
-  k(Cast{.dtype = dst.dtype()}, Inputs(in, 1), Outputs({&out, 1}, nullptr));
 }
 
 }  // namespace tapeflow

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
-#include "core/apply.hpp"
+#include "ops/apply.hpp"
 #include "ops/axes.hpp"
 #include "ops/shape_ops.hpp"
 #include "tapeflow/ops/reduce.hpp"

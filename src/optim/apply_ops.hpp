@@ -3,7 +3,7 @@
 // over memory that updates a parameter and its slots in place, instead of
 // the dozen temporaries the composite rule makes. Inputs all share one
 // shape, dtype and device, and are contiguous.
-#include "core/apply.hpp"
+#include "ops/apply.hpp"
 
 namespace tapeflow {
 

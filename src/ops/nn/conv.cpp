@@ -4,7 +4,7 @@
 // applies Conv or ConvGradInput; the gradient rules of the three ops follow.
 #include "tapeflow/nn/conv.hpp"
 
-#include "core/apply.hpp"
+#include "ops/apply.hpp"
 #include "ops/elementwise_ops.hpp"
 #include "ops/nn/conv_ops.hpp"
 #include "tapeflow/ops/math.hpp"

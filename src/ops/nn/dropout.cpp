@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "core/apply.hpp"
+#include "ops/apply.hpp"
 #include "ops/elementwise_ops.hpp"
 #include "tapeflow/creation.hpp"
 #include "tapeflow/ops/math.hpp"

@@ -1,6 +1,6 @@
 // Normalization: batch_normalization, moments and layer_normalization as
 // composites; fused_batch_norm as an op whose gradient is an op too.
-#include "core/apply.hpp"
+#include "ops/apply.hpp"
 #include "ops/nn/norm_ops.hpp"
 #include "tapeflow/autograd.hpp"
 #include "tapeflow/creation.hpp"

@@ -1,7 +1,7 @@
 // Pooling: option checks, layouts, public functions and gradient rules.
 #include <string>
 
-#include "core/apply.hpp"
+#include "ops/apply.hpp"
 #include "ops/nn/pool_ops.hpp"
 #include "tapeflow/creation.hpp"
 #include "tapeflow/nn/pooling.hpp"

@@ -5,8 +5,8 @@
 #include <type_traits>
 
 #include "autograd/node.hpp"
+#include "core/creation_internal.hpp"
 #include "core/registry.hpp"
-#include "creation_internal.hpp"
 
 namespace tapeflow {
 

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <numeric>
 
-#include "core/apply.hpp"
+#include "ops/apply.hpp"
 #include "core/dtype_dispatch.hpp"
 #include "ops/elementwise_ops.hpp"
 #include "tapeflow/ops/shape.hpp"

@@ -1,0 +1,41 @@
+// The op path's out-of-line parts: the device check and soft placement.
+#include "ops/apply.hpp"
+
+#include "tapeflow/config.hpp"
+
+namespace tapeflow {
+
+Device common_device(const char* op, Inputs in) {
+  if (in.empty()) return Device::cpu();
+  const Device d = in[0].device();
+  for (size_t i = 1; i < in.size(); ++i) {
+    if (!(in[i].device() == d))
+      throw DeviceError(std::string("[") + op + "] expected all inputs on " +
+                        d.str() + ", got input " + std::to_string(i) + " on " +
+                        in[i].device().str());
+  }
+  return d;
+}
+
+void throw_no_kernel(const char* op, Device device) {
+  throw DeviceError(std::string("[") + op + "] expected a kernel for " +
+                    device.str() + ", got none (soft placement is " +
+                    (config::soft_placement() ? "on" : "off") + ")");
+}
+
+void run_soft_placed(const char* op, Inputs in, Device device,
+                     const std::function<void(Inputs, Outputs)>& cpu_run,
+                     std::span<const autograd::TensorSpec> specs,
+                     std::span<Tensor> out, PayloadPtr* payload) {
+  if (!config::soft_placement()) throw_no_kernel(op, device);
+  std::vector<Tensor> host;
+  host.reserve(in.size());
+  for (const Tensor& t : in) host.push_back(t.cpu());
+  std::vector<Tensor> host_out;
+  for (const autograd::TensorSpec& s : specs)
+    host_out.push_back(empty_tensor(s.shape, s.dtype, Device::cpu()));
+  cpu_run(host, Outputs(host_out, payload));
+  for (size_t i = 0; i < out.size(); ++i) out[i] = host_out[i].to(device);
+}
+
+}  // namespace tapeflow

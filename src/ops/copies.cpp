@@ -1,0 +1,98 @@
+// Copies: to contiguous memory, into an existing tensor, to another device.
+// All of them are Cast kernels (a same-dtype cast is a strided copy) or
+// backend transfers.
+#include "core/cpu_allocator.hpp"
+#include "ops/apply.hpp"
+#include "ops/elementwise_ops.hpp"
+#include "tapeflow/autograd.hpp"
+#include "tapeflow/ops/math.hpp"
+
+namespace tapeflow {
+
+Tensor Tensor::contiguous() const {
+  if (is_contiguous()) return *this;
+  return apply(Cast{.dtype = dtype()}, {*this});
+}
+
+Tensor materialize(const Tensor& x) {
+  if (x.is_contiguous()) return x;
+  NoGradGuard no_grad;
+  return apply(Cast{.dtype = x.dtype()}, {x});
+}
+
+void write_into(const Tensor& dst, const Tensor& src, const char* op) {
+  if (!(dst.device() == src.device()))
+    throw DeviceError(std::string("[") + op + "] expected a value on " +
+                      dst.device().str() + ", got " + src.device().str());
+  const Kernel<Cast> k = find_kernel<Cast>(dst.device());
+  if (!k) throw_no_kernel(op, dst.device());
+  NoGradGuard no_grad;
+  Tensor out = dst;
+  const Tensor in[] = {broadcast_to(src, dst.shape())};
+  k(Cast{.dtype = dst.dtype()}, Inputs(in, 1), Outputs({&out, 1}, nullptr));
+}
+
+Tensor Tensor::to(Device device) const {
+  if (device == this->device()) return *this;
+  return apply_view(ToDevice{device}, *this);
+}
+
+namespace {
+
+/**
+ * Host copy of a strided device view: the storage span it covers comes over
+ * in one transfer and the view's strides are applied on the host, so devices
+ * need no strided-copy kernel.
+ */
+Tensor strided_to_host(const Tensor& x) {
+  int64_t last = 0;
+  for (int64_t i = 0; i < x.rank(); ++i)
+    last += (x.shape()[i] - 1) * x.strides()[i];
+  const int64_t span = last + 1;
+  Tensor host = empty_tensor({span}, x.dtype(), Device::cpu());
+  const size_t item = itemsize(x.dtype());
+  checked_backend(x.device(), "to")
+      ->copy_to_host(static_cast<const char*>(x.impl()->storage->data()) +
+                         x.offset() * item,
+                     host.raw_data(), span * item, x.device().index);
+  return materialize(make_view(host, x.shape(), x.strides(), 0));
+}
+
+}  // namespace
+
+Tensor ToDevice::view(const Tensor& x) const {
+  if (!device.is_cpu()) checked_backend(device, name);  // errors name "to"
+  Tensor src = x;
+  if (x.numel() > 0 && !x.is_contiguous() && !x.device().is_cpu())
+    src = strided_to_host(x);
+  else
+    src = materialize(x);
+  if (src.device() == device) return src;
+  Tensor dst = empty_tensor(src.shape(), src.dtype(), device);
+  const size_t bytes = src.numel() * itemsize(src.dtype());
+  if (bytes == 0) return dst;
+  const Device from = src.device();
+  if (from.is_cpu()) {
+    checked_backend(device, name)
+        ->copy_from_host(src.raw_data(), dst.raw_data(), bytes, device.index);
+  } else if (device.is_cpu()) {
+    checked_backend(from, name)
+        ->copy_to_host(src.raw_data(), dst.raw_data(), bytes, from.index);
+  } else {  // between two devices, through the host
+    std::vector<char> host(bytes);
+    checked_backend(from, name)
+        ->copy_to_host(src.raw_data(), host.data(), bytes, from.index);
+    checked_backend(device, name)
+        ->copy_from_host(host.data(), dst.raw_data(), bytes, device.index);
+  }
+  return dst;
+}
+Grads ToDevice::vjp(const VjpArgs& a) const {
+  return {a.grad.to(a.input_specs[0].device)};
+}
+
+Tensor Tensor::cast(DType dtype) const {
+  return tapeflow::cast(*this, dtype);
+}
+
+}  // namespace tapeflow
