@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "autograd/node_pool.hpp"
+#include "core/op_error.hpp"
 #include "core/payload.hpp"
 #include "core/small_vector.hpp"
 #include "tapeflow/core/error.hpp"
@@ -87,8 +88,8 @@ class VjpArgs {
                         : saved_ == kSaveOutput ? "saves only its output"
                         : saved_ == 0           ? "saves nothing"
                                                 : "does not save it";
-    throw ValueError(std::string("[") + op_ + "] vjp reads " + what + " " +
-                     std::to_string(i) + " but the op " + saves);
+    throw op_error<ValueError>(op_, "vjp reads ", what, " ", i, " but the op ",
+                               saves);
   }
 
   const char* op_;

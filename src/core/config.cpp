@@ -12,6 +12,7 @@
 #include <tuple>
 #include <utility>
 
+#include "core/op_error.hpp"
 #include "core/registry.hpp"
 #include "tapeflow/core/error.hpp"
 
@@ -32,9 +33,7 @@ std::atomic<bool> g_log_placement{env_flag("TAPEFLOW_LOG_PLACEMENT")};
 
 void check_threads(int n, const char* op) {
   if (n < 1)
-    throw ValueError(std::string("[") + op +
-                     "] expected a thread count >= 1, got " +
-                     std::to_string(n));
+    throw op_error<ValueError>(op, "expected a thread count >= 1, got ", n);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include "core/backend_loader.hpp"
 #include "core/block_cache.hpp"
+#include "core/op_error.hpp"
 #include "core/registry.hpp"
 #include "tapeflow/core/error.hpp"
 #include "tapeflow/memory.hpp"
@@ -80,15 +81,14 @@ DeviceBackend* checked_backend(Device device, const char* op) {
   ensure_backends_registered();
   DeviceBackend* b = device_backend(device.type);
   if (!b)
-    throw DeviceError(
-        std::string("[") + op + "] expected a device with a backend, got " +
-        device.str() +
-        " (the CUDA backend is not loaded: " + cuda_load_error() + ")");
+    throw op_error<DeviceError>(
+        op, "expected a device with a backend, got ", device.str(),
+        " (the CUDA backend is not loaded: ", cuda_load_error(), ")");
   const int count = b->device_count();
   if (device.index < 0 || device.index >= count)
-    throw DeviceError(std::string("[") + op + "] expected a " + b->name() +
-                      " device index in [0, " + std::to_string(count) +
-                      "), got " + device.str());
+    throw op_error<DeviceError>(op, "expected a ", b->name(),
+                                " device index in [0, ", count, "), got ",
+                                device.str());
   return b;
 }
 

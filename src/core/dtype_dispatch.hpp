@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 
+#include "core/op_error.hpp"
 #include "tapeflow/core/dtype.hpp"
 #include "tapeflow/core/error.hpp"
 
@@ -40,17 +41,15 @@ decltype(auto) dispatch_numeric(DType t, const char* op, F&& f) {
     case DType::bool_:
       break;
   }
-  throw DTypeError(std::string("[") + op +
-                   "] expected a numeric dtype, got bool");
+  throw op_error<DTypeError>(op, "expected a numeric dtype, got bool");
 }
 
 template <class F>
 decltype(auto) dispatch_floating(DType t, const char* op, F&& f) {
   if (t == DType::float32) return f(float{});
   if (t == DType::float64) return f(double{});
-  throw DTypeError(std::string("[") + op +
-                   "] expected float32 or float64, got " +
-                   std::string(dtype_name(t)));
+  throw op_error<DTypeError>(op, "expected float32 or float64, got ",
+                             dtype_name(t));
 }
 
 }  // namespace tapeflow

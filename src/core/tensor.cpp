@@ -4,6 +4,7 @@
 
 #include "core/cpu_allocator.hpp"
 #include "core/creation_internal.hpp"
+#include "core/op_error.hpp"
 
 namespace tapeflow {
 
@@ -44,9 +45,8 @@ void Tensor::throw_undefined() {
 
 void Tensor::check_dtype(DType t, const char* op) const {
   if (dtype() != t)
-    throw DTypeError(std::string("[") + op + "] expected dtype " +
-                     std::string(dtype_name(t)) + ", got " +
-                     std::string(dtype_name(dtype())));
+    throw op_error<DTypeError>(op, "expected dtype ", dtype_name(t), ", got ",
+                               dtype_name(dtype()));
 }
 
 int64_t Tensor::dim(int64_t i) const {

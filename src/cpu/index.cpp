@@ -4,6 +4,7 @@
 
 #include "core/creation_internal.hpp"
 #include "core/dtype_dispatch.hpp"
+#include "core/op_error.hpp"
 #include "cpu/strided_loop.hpp"
 #include "ops/shape_ops.hpp"
 #include "tapeflow/ops/shape.hpp"
@@ -62,10 +63,8 @@ std::vector<int64_t> checked_indices(const Tensor& indices, int64_t limit,
   std::vector<int64_t> idx = indices.to_vector<int64_t>();
   for (size_t i = 0; i < idx.size(); ++i) {
     if (idx[i] < 0 || idx[i] >= limit)
-      throw IndexError(std::string("[") + op + "] expected indices in [0, " +
-                       std::to_string(limit) + "), got " +
-                       std::to_string(idx[i]) + " at position " +
-                       std::to_string(i));
+      throw op_error<IndexError>(op, "expected indices in [0, ", limit,
+                                 "), got ", idx[i], " at position ", i);
   }
   return idx;
 }

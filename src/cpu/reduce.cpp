@@ -6,6 +6,7 @@
 
 #include "core/creation_internal.hpp"
 #include "core/dtype_dispatch.hpp"
+#include "core/op_error.hpp"
 #include "cpu/strided_loop.hpp"
 #include "cpu/xsimd_config.hpp"
 #include "ops/reduce_ops.hpp"
@@ -238,9 +239,8 @@ void arg_reduce(const Op& op, Inputs in, Outputs outs) {
   Tensor& out = outs[0];
   const Tensor& x = in[0];
   if (x.shape()[op.axis] == 0)
-    throw ShapeError(std::string("[") + Op::name +
-                     "] expected a non-empty axis, got shape " +
-                     x.shape().str());
+    throw op_error<ShapeError>(
+        Op::name, "expected a non-empty axis, got shape ", x.shape().str());
   dispatch_numeric(x.dtype(), Op::name, [&](auto tag) {
     using T = decltype(tag);
     Shape rest_shape, rest_strides;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "core/op_error.hpp"
 #include "tapeflow/ops/shape.hpp"
 
 namespace tapeflow::data {
@@ -15,17 +16,14 @@ Tensor stack(const std::vector<Tensor>& elements, const char* op) {
   for (size_t i = 0; i < elements.size(); ++i) {
     const Tensor& t = elements[i];
     if (!(t.shape() == first.shape()))
-      throw ShapeError(std::string("[") + op +
-                       "] expected every element of shape " +
-                       first.shape().str() + " (element 0's), got " +
-                       t.shape().str() + " at element " + std::to_string(i) +
-                       "; padded_batch pads to a common shape");
+      throw op_error<ShapeError>(op, "expected every element of shape ",
+                                 first.shape().str(), " (element 0's), got ",
+                                 t.shape().str(), " at element ", i,
+                                 "; padded_batch pads to a common shape");
     if (t.dtype() != first.dtype())
-      throw DTypeError(
-          std::string("[") + op + "] expected every element of dtype " +
-          std::string(dtype_name(first.dtype())) + " (element 0's), got " +
-          std::string(dtype_name(t.dtype())) + " at element " +
-          std::to_string(i));
+      throw op_error<DTypeError>(
+          op, "expected every element of dtype ", dtype_name(first.dtype()),
+          " (element 0's), got ", dtype_name(t.dtype()), " at element ", i);
     rows.push_back(expand_dims(t, 0));
   }
   return rows.size() == 1 ? rows[0].contiguous() : concat(rows, 0);
@@ -38,18 +36,16 @@ Tensor pad_and_stack(const std::vector<Tensor>& elements,
   const int64_t rank = first.rank();
   if (!padded_shape.empty() &&
       static_cast<int64_t>(padded_shape.size()) != rank)
-    throw ShapeError(std::string("[") + op + "] expected a padded shape of " +
-                     std::to_string(rank) +
-                     " entries (the elements' rank), got " +
-                     std::to_string(padded_shape.size()));
+    throw op_error<ShapeError>(op, "expected a padded shape of ", rank,
+                               " entries (the elements' rank), got ",
+                               padded_shape.size());
   Shape target = first.shape();
   for (size_t i = 0; i < elements.size(); ++i) {
     const Tensor& t = elements[i];
     if (t.rank() != rank)
-      throw ShapeError(std::string("[") + op +
-                       "] expected every element of rank " +
-                       std::to_string(rank) + " (element 0's), got shape " +
-                       t.shape().str() + " at element " + std::to_string(i));
+      throw op_error<ShapeError>(op, "expected every element of rank ", rank,
+                                 " (element 0's), got shape ", t.shape().str(),
+                                 " at element ", i);
     for (int64_t d = 0; d < rank; ++d)
       target[d] = std::max(target[d], t.dim(d));
   }
@@ -57,11 +53,9 @@ Tensor pad_and_stack(const std::vector<Tensor>& elements,
     const int64_t want = padded_shape[static_cast<size_t>(d)];
     if (want < 0) continue;
     if (want < target[d])
-      throw ShapeError(std::string("[") + op + "] expected axis " +
-                       std::to_string(d) + " of every element at most " +
-                       std::to_string(want) +
-                       " (the padded shape), got an element of extent " +
-                       std::to_string(target[d]));
+      throw op_error<ShapeError>(
+          op, "expected axis ", d, " of every element at most ", want,
+          " (the padded shape), got an element of extent ", target[d]);
     target[d] = want;
   }
   std::vector<Tensor> padded;

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "core/op_error.hpp"
 #include "tapeflow/core/error.hpp"
 
 namespace tapeflow::io::detail {
@@ -15,8 +16,7 @@ namespace tapeflow::io::detail {
 namespace {
 [[noreturn]] void throw_errno(const char* op, const std::string& what,
                               const std::string& path, int err) {
-  throw IOError(std::string("[") + op + "] " + what + " " + path +
-                " failed: " + std::strerror(err));
+  throw op_error<IOError>(op, what, " ", path, " failed: ", std::strerror(err));
 }
 }  // namespace
 

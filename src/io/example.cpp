@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/op_error.hpp"
 #include "example.pb.h"
 #include "tapeflow/creation.hpp"
 
@@ -54,27 +55,28 @@ Column make_column(const std::string& name, const FeatureSpec& spec,
   const FeatureDType dtype =
       std::visit([](const auto& s) { return s.dtype; }, spec);
   if (!dtype.is_bytes() && dtype.dtype() != float32 && dtype.dtype() != int64)
-    throw ValueError(std::string("[") + op +
-                     "] expected dtype float32, int64 or bytes for feature " +
-                     quoted(name) + ", got " + dtype.name());
+    throw op_error<ValueError>(
+        op, "expected dtype float32, int64 or bytes for feature ", quoted(name),
+        ", got ", dtype.name());
   c.kind = alternative(dtype);
   if (const auto* f = std::get_if<FixedLenFeature>(&spec)) {
     for (int64_t d : f->shape)
       if (d < 0)
-        throw ValueError(std::string("[") + op +
-                         "] expected a shape without negative extents for "
-                         "feature " +
-                         quoted(name) + ", got " + f->shape.str());
+        throw op_error<ValueError>(
+            op,
+            "expected a shape without negative extents for "
+            "feature ",
+            quoted(name), ", got ", f->shape.str());
     c.shape = f->shape;
     c.count = f->shape.numel();
     if (f->default_value) {
       const Feature& d = *f->default_value;
       const size_t n = list_size(d);
       if (d.index() != c.kind || (n != 1 && n != size_t(c.count)))
-        throw ValueError(std::string("[") + op + "] expected a default for " +
-                         quoted(name) + " of 1 or " + std::to_string(c.count) +
-                         " values of " + dtype.name() + ", got " +
-                         std::to_string(n) + " in " + kListNames[d.index()]);
+        throw op_error<ValueError>(op, "expected a default for ", quoted(name),
+                                   " of 1 or ", c.count, " values of ",
+                                   dtype.name(), ", got ", n, " in ",
+                                   kListNames[d.index()]);
       c.default_value = &d;
     }
   } else {
@@ -90,16 +92,15 @@ struct Record {
 
 [[noreturn]] void wrong_kind(const Record& r, const Column& c,
                              const char* got) {
-  throw ValueError(std::string("[") + r.op + "] expected feature " +
-                   quoted(*c.name) + " of record " + std::to_string(r.index) +
-                   " to be " + kListNames[c.kind] + ", got " + got);
+  throw op_error<ValueError>(r.op, "expected feature ", quoted(*c.name),
+                             " of record ", r.index, " to be ",
+                             kListNames[c.kind], ", got ", got);
 }
 
 [[noreturn]] void wrong_count(const Record& r, const Column& c, size_t got) {
-  throw ValueError(std::string("[") + r.op + "] expected " +
-                   std::to_string(c.count) + " values (shape " + c.shape.str() +
-                   ") for feature " + quoted(*c.name) + " of record " +
-                   std::to_string(r.index) + ", got " + std::to_string(got));
+  throw op_error<ValueError>(r.op, "expected ", c.count, " values (shape ",
+                             c.shape.str(), ") for feature ", quoted(*c.name),
+                             " of record ", r.index, ", got ", got);
 }
 
 const char* kind_name(pb::Feature::KindCase k) {
@@ -181,10 +182,9 @@ void take(Column& c, const Record& r, const pb::Example& ex) {
   if (!c.fixed) return take_var(c, r, f);
   if (!f) {
     if (!c.default_value)
-      throw ValueError(std::string("[") + r.op + "] expected feature " +
-                       quoted(*c.name) + " in record " +
-                       std::to_string(r.index) +
-                       " (it has no default), got none");
+      throw op_error<ValueError>(r.op, "expected feature ", quoted(*c.name),
+                                 " in record ", r.index,
+                                 " (it has no default), got none");
     return fill_default(c, r.index);
   }
   const size_t n = size_t(c.count);
@@ -206,11 +206,9 @@ void take(Column& c, const Record& r, const pb::Example& ex) {
 void parse_into(pb::Example& ex, std::string_view bytes, const Record& r) {
   if (bytes.size() > size_t(INT32_MAX) ||
       !ex.ParseFromArray(bytes.data(), int(bytes.size())))
-    throw DataLossError(std::string("[") + r.op +
-                        "] expected a serialized tf.train.Example, got " +
-                        std::to_string(bytes.size()) +
-                        " bytes that do not parse as one (record " +
-                        std::to_string(r.index) + ")");
+    throw op_error<DataLossError>(
+        r.op, "expected a serialized tf.train.Example, got ", bytes.size(),
+        " bytes that do not parse as one (record ", r.index, ")");
 }
 
 ParsedFeatures parse(std::span<const std::string_view> records,

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "core/op_error.hpp"
 #include "tapeflow/core/error.hpp"
 
 namespace tapeflow::io {
@@ -17,9 +18,9 @@ Compression parse_compression(const std::string& type, const char* op) {
   if (type.empty() || type == "NONE") return Compression::kNone;
   if (type == "GZIP") return Compression::kGzip;
   if (type == "ZLIB") return Compression::kZlib;
-  throw ValueError(std::string("[") + op +
-                   "] expected compression \"\", \"GZIP\" or \"ZLIB\", got \"" +
-                   type + "\"");
+  throw op_error<ValueError>(
+      op, "expected compression \"\", \"GZIP\" or \"ZLIB\", got \"", type,
+      "\"");
 }
 
 namespace detail {
@@ -38,8 +39,8 @@ InputStream::InputStream(std::string path, Compression compression,
     : path_(std::move(path)), op_(op), compression_(compression) {
   fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd_ < 0)
-    throw IOError(std::string("[") + op_ + "] expected a readable file, got " +
-                  path_ + ": " + std::strerror(errno));
+    throw op_error<IOError>(op_, "expected a readable file, got ", path_, ": ",
+                            std::strerror(errno));
   ::posix_fadvise(fd_, 0, 0, POSIX_FADV_SEQUENTIAL);
   // A small file gets a buffer of its size: a dataset may hold many small
   // shards open at once, and a fresh 256 KiB costs page faults each time.
@@ -55,8 +56,7 @@ InputStream::InputStream(std::string path, Compression compression,
   const int window = compression_ == Compression::kGzip ? 15 + 16 : 15;
   if (inflateInit2(&zs_, window) != Z_OK) {
     ::close(fd_);
-    throw IOError(std::string("[") + op_ + "] zlib failed to start for " +
-                  path_);
+    throw op_error<IOError>(op_, "zlib failed to start for ", path_);
   }
   zs_open_ = true;
 }
@@ -68,8 +68,8 @@ InputStream::~InputStream() {
 
 void InputStream::fail(const std::string& expected_got,
                        uint64_t at_offset) const {
-  throw DataLossError(std::string("[") + op_ + "] expected " + expected_got +
-                      " in " + path_ + " at byte " + std::to_string(at_offset));
+  throw op_error<DataLossError>(op_, "expected ", expected_got, " in ", path_,
+                                " at byte ", at_offset);
 }
 
 void InputStream::overrun(size_t n) const {
@@ -84,8 +84,8 @@ size_t InputStream::read_file(unsigned char* dst, size_t n) {
     const ssize_t r = ::read(fd_, dst + done, n - done);
     if (r < 0) {
       if (errno == EINTR) continue;
-      throw IOError(std::string("[") + op_ + "] expected readable data, got " +
-                    std::strerror(errno) + " in " + path_);
+      throw op_error<IOError>(op_, "expected readable data, got ",
+                              std::strerror(errno), " in ", path_);
     }
     if (r == 0) break;
     done += static_cast<size_t>(r);

@@ -8,6 +8,7 @@
 #include <memory>
 #include <set>
 
+#include "core/op_error.hpp"
 #include "io/atomic_write.hpp"
 #include "io/npy.hpp"
 #include "tapeflow/creation.hpp"
@@ -37,15 +38,14 @@ void check_names(const NamedTensors& named, const char* op) {
   std::set<std::string> seen;
   for (const auto& [name, t] : named) {
     if (name.empty())
-      throw ValueError(std::string("[") + op +
-                       "] expected non-empty array names, got \"\"");
+      throw op_error<ValueError>(op,
+                                 "expected non-empty array names, got \"\"");
     if (!seen.insert(name).second)
-      throw ValueError(std::string("[") + op +
-                       "] expected distinct array names, got \"" + name +
-                       "\" twice");
+      throw op_error<ValueError>(op, "expected distinct array names, got \"",
+                                 name, "\" twice");
     if (!t.defined())
-      throw ValueError(std::string("[") + op + "] expected a tensor for \"" +
-                       name + "\", got an undefined tensor");
+      throw op_error<ValueError>(op, "expected a tensor for \"", name,
+                                 "\", got an undefined tensor");
   }
 }
 

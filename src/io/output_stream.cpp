@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "core/op_error.hpp"
 #include "tapeflow/core/error.hpp"
 
 namespace tapeflow::io::detail {
@@ -23,8 +24,7 @@ OutputStream::OutputStream(std::string path, Compression compression,
     const int window = compression_ == Compression::kGzip ? 15 + 16 : 15;
     if (deflateInit2(&zs_, Z_DEFAULT_COMPRESSION, Z_DEFLATED, window, 8,
                      Z_DEFAULT_STRATEGY) != Z_OK)
-      throw IOError(std::string("[") + op_ + "] zlib failed to start for " +
-                    path_);
+      throw op_error<IOError>(op_, "zlib failed to start for ", path_);
     zs_open_ = true;
     packed_.resize(kBufferBytes);
   }
@@ -32,8 +32,8 @@ OutputStream::OutputStream(std::string path, Compression compression,
   if (fd_ < 0) {
     const int err = errno;
     if (zs_open_) deflateEnd(&zs_);
-    throw IOError(std::string("[") + op_ + "] expected a writable file, got " +
-                  path_ + ": " + std::strerror(err));
+    throw op_error<IOError>(op_, "expected a writable file, got ", path_, ": ",
+                            std::strerror(err));
   }
   buf_.resize(kBufferBytes);
 }
@@ -45,8 +45,8 @@ OutputStream::~OutputStream() {
 
 void OutputStream::check_open() const {
   if (fd_ < 0)
-    throw IOError(std::string("[") + op_ + "] expected an open file, got " +
-                  path_ + " already closed");
+    throw op_error<IOError>(op_, "expected an open file, got ", path_,
+                            " already closed");
 }
 
 void OutputStream::write_file(const unsigned char* data, size_t n) {
@@ -54,8 +54,8 @@ void OutputStream::write_file(const unsigned char* data, size_t n) {
     const ssize_t w = ::write(fd_, data, n);
     if (w < 0) {
       if (errno == EINTR) continue;
-      throw IOError(std::string("[") + op_ + "] expected to write " + path_ +
-                    ", got " + std::strerror(errno));
+      throw op_error<IOError>(op_, "expected to write ", path_, ", got ",
+                              std::strerror(errno));
     }
     data += w;
     n -= static_cast<size_t>(w);
@@ -78,8 +78,7 @@ void OutputStream::drain(int zflush) {
     zs_.avail_out = static_cast<uInt>(packed_.size());
     rc = deflate(&zs_, zflush);
     if (rc == Z_STREAM_ERROR)
-      throw IOError(std::string("[") + op_ + "] zlib failed to compress " +
-                    path_);
+      throw op_error<IOError>(op_, "zlib failed to compress ", path_);
     write_file(packed_.data(), packed_.size() - zs_.avail_out);
   } while (zs_.avail_out == 0 || (zflush == Z_FINISH && rc != Z_STREAM_END));
   used_ = 0;
@@ -115,8 +114,8 @@ void OutputStream::close() {
   }
   fd_ = -1;
   if (::close(fd) != 0)
-    throw IOError(std::string("[") + op_ + "] expected to close " + path_ +
-                  ", got " + std::strerror(errno));
+    throw op_error<IOError>(op_, "expected to close ", path_, ", got ",
+                            std::strerror(errno));
 }
 
 }  // namespace tapeflow::io::detail

@@ -1,6 +1,7 @@
 // Convolution layers over nn::conv1d/2d/3d and their transposed, depthwise
 // and separable forms. Kernels are kept in the layout the function takes for
 // the layer's data_format: (O, I, k...) channels-first, (k..., I, O) last.
+#include "core/op_error.hpp"
 #include "tapeflow/nn/activations.hpp"
 #include "tapeflow/nn/layers/conv.hpp"
 
@@ -41,8 +42,8 @@ Shape depthwise_shape(const std::vector<int64_t>& k, int64_t c, int64_t m,
 
 void check_rank4(const std::string& layer, const Shape& input_shape) {
   if (input_shape.size() != 4)
-    throw ShapeError("[" + layer + "] expected inputs of rank 4, got " +
-                     input_shape.str());
+    throw op_error<ShapeError>(layer, "expected inputs of rank 4, got ",
+                               input_shape.str());
 }
 
 std::string layer_type(int spatial) {
@@ -61,9 +62,8 @@ ConvND::ConvND(int spatial, int64_t filters, std::vector<int64_t> kernel_size,
   if (kernel_size_.size() == 1 && spatial > 1)
     kernel_size_.assign(spatial, kernel_size_[0]);
   if (static_cast<int>(kernel_size_.size()) != spatial)
-    throw ValueError("[" + name() + "] expected a kernel size of " +
-                     std::to_string(spatial) + " extents, got " +
-                     std::to_string(kernel_size_.size()));
+    throw op_error<ValueError>(name(), "expected a kernel size of ", spatial,
+                               " extents, got ", kernel_size_.size());
 }
 
 int64_t ConvND::channel_axis(int64_t rank) const {
@@ -77,9 +77,8 @@ ConvOptions ConvND::conv_options() const {
 
 void ConvND::build(const Shape& input_shape) {
   if (input_shape.size() != spatial_ + 2)
-    throw ShapeError("[" + name() + "] expected inputs of rank " +
-                     std::to_string(spatial_ + 2) + ", got " +
-                     input_shape.str());
+    throw op_error<ShapeError>(name(), "expected inputs of rank ", spatial_ + 2,
+                               ", got ", input_shape.str());
   const int64_t in =
       input_shape[channel_axis(input_shape.size())] / options_.groups;
   const int64_t k = product(kernel_size_);

@@ -4,6 +4,7 @@
 #include <iomanip>
 #include <sstream>
 
+#include "core/op_error.hpp"
 #include "tapeflow/creation.hpp"
 #include "tapeflow/nn/activations.hpp"
 #include "tapeflow/nn/dropout.hpp"
@@ -29,8 +30,8 @@ Dense::Dense(int64_t units, DenseOptions options)
 
 void Dense::build(const Shape& input_shape) {
   if (input_shape.empty())
-    throw ShapeError("[" + name() +
-                     "] expected an input of rank >= 1, got a scalar");
+    throw op_error<ShapeError>(name(),
+                               "expected an input of rank >= 1, got a scalar");
   const int64_t in = input_shape.back();
   kernel_ = add_weight(
       "kernel", options_.kernel_initializer({in, units_}, in, units_, float32));
@@ -42,8 +43,8 @@ void Dense::build(const Shape& input_shape) {
 Tensor Dense::forward(const Tensor& x) {
   const int64_t in = kernel_.shape()[0];
   if (x.rank() < 1 || x.shape().back() != in)
-    throw ShapeError("[" + name() + "] expected inputs (..., " +
-                     std::to_string(in) + "), got " + x.shape().str());
+    throw op_error<ShapeError>(name(), "expected inputs (..., ", in, "), got ",
+                               x.shape().str());
   Tensor y = x.rank() == 2
                  ? matmul(x, kernel_)
                  : reshape(matmul(reshape(x, {-1, in}), kernel_), [&] {
@@ -61,8 +62,8 @@ BatchNormalization::BatchNormalization(BatchNormOptions options)
 
 void BatchNormalization::build(const Shape& input_shape) {
   if (input_shape.size() < 2)
-    throw ShapeError("[" + name() + "] expected inputs (N, C, ...), got " +
-                     input_shape.str());
+    throw op_error<ShapeError>(name(), "expected inputs (N, C, ...), got ",
+                               input_shape.str());
   const int64_t c = input_shape[1];
   if (options_.scale) gamma_ = add_weight("gamma", ones({c}));
   if (options_.center) beta_ = add_weight("beta", zeros({c}));
@@ -93,7 +94,8 @@ Tensor Dropout::forward(const Tensor& x) {
 
 Tensor Flatten::forward(const Tensor& x) {
   if (x.rank() < 1)
-    throw ShapeError("[" + name() + "] expected inputs (N, ...), got a scalar");
+    throw op_error<ShapeError>(name(),
+                               "expected inputs (N, ...), got a scalar");
   return reshape(x, {x.shape()[0], -1});
 }
 

@@ -1,5 +1,7 @@
 #include "tapeflow/nn/module.hpp"
 
+#include "core/op_error.hpp"
+
 namespace tapeflow::nn {
 
 Module::Module(std::string type, std::string name)
@@ -19,8 +21,8 @@ Variable Module::add_weight(const std::string& name, const Tensor& value,
                             bool trainable) {
   for (const auto& [existing, v] : weights_)
     if (existing == name)
-      throw ValueError("[" + name_ + "] expected a new weight name, got \"" +
-                       name + "\" twice");
+      throw op_error<ValueError>(name_, "expected a new weight name, got \"",
+                                 name, "\" twice");
   Variable v(value, trainable);
   weights_.emplace_back(name, v);
   trainable_.push_back(trainable);
@@ -30,8 +32,8 @@ Variable Module::add_weight(const std::string& name, const Tensor& value,
 void Module::add_child(std::shared_ptr<Module> child) {
   for (const auto& c : children_)
     if (c->name() == child->name())
-      throw ValueError("[" + name_ + "] expected unique layer names, got \"" +
-                       child->name() + "\" twice");
+      throw op_error<ValueError>(name_, "expected unique layer names, got \"",
+                                 child->name(), "\" twice");
   children_.push_back(std::move(child));
 }
 

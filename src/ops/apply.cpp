@@ -1,6 +1,7 @@
 // The op path's out-of-line parts: the device check and soft placement.
 #include "ops/apply.hpp"
 
+#include "core/op_error.hpp"
 #include "tapeflow/config.hpp"
 
 namespace tapeflow {
@@ -10,17 +11,17 @@ Device common_device(const char* op, Inputs in) {
   const Device d = in[0].device();
   for (size_t i = 1; i < in.size(); ++i) {
     if (!(in[i].device() == d))
-      throw DeviceError(std::string("[") + op + "] expected all inputs on " +
-                        d.str() + ", got input " + std::to_string(i) + " on " +
-                        in[i].device().str());
+      throw op_error<DeviceError>(op, "expected all inputs on ", d.str(),
+                                  ", got input ", i, " on ",
+                                  in[i].device().str());
   }
   return d;
 }
 
 void throw_no_kernel(const char* op, Device device) {
-  throw DeviceError(std::string("[") + op + "] expected a kernel for " +
-                    device.str() + ", got none (soft placement is " +
-                    (config::soft_placement() ? "on" : "off") + ")");
+  throw op_error<DeviceError>(op, "expected a kernel for ", device.str(),
+                              ", got none (soft placement is ",
+                              (config::soft_placement() ? "on" : "off"), ")");
 }
 
 void run_soft_placed(const char* op, Inputs in, Device device,

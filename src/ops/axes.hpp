@@ -2,6 +2,7 @@
 #include <cstdint>
 #include <string>
 
+#include "core/op_error.hpp"
 #include "tapeflow/core/error.hpp"
 
 namespace tapeflow {
@@ -10,9 +11,8 @@ namespace tapeflow {
  */
 inline int64_t normalize_axis(int64_t axis, int64_t rank, const char* op) {
   if (axis < -rank || axis >= rank)
-    throw IndexError(std::string("[") + op + "] expected an axis in [" +
-                     std::to_string(-rank) + ", " + std::to_string(rank) +
-                     "), got " + std::to_string(axis));
+    throw op_error<IndexError>(op, "expected an axis in [", -rank, ", ", rank,
+                               "), got ", axis);
   return axis < 0 ? axis + rank : axis;
 }
 

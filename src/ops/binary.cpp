@@ -1,6 +1,7 @@
 // Binary math, comparisons and where: public functions and gradient rules.
 #include <cmath>
 
+#include "core/op_error.hpp"
 #include "ops/apply.hpp"
 #include "ops/elementwise_ops.hpp"
 #include "tapeflow/creation.hpp"
@@ -18,9 +19,8 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
     const int64_t da = i < r - a.size() ? 1 : a[i - (r - a.size())];
     const int64_t db = i < r - b.size() ? 1 : b[i - (r - b.size())];
     if (da != db && da != 1 && db != 1)
-      throw ShapeError(std::string("[") + op +
-                       "] expected broadcastable shapes, got " + a.str() +
-                       " and " + b.str());
+      throw op_error<ShapeError>(op, "expected broadcastable shapes, got ",
+                                 a.str(), " and ", b.str());
     out[i] = da == 1 ? db : da;
   }
   return out;
@@ -34,8 +34,8 @@ TensorSpec Where::infer(Inputs in) const {
 std::pair<Tensor, Tensor> promote_pair(const Tensor& x, const Tensor& y,
                                        const char* op) {
   if (!x.defined() || !y.defined())
-    throw ValueError(std::string("[") + op +
-                     "] expected defined tensors, got an empty handle");
+    throw op_error<ValueError>(op,
+                               "expected defined tensors, got an empty handle");
   const DType t = promote(x.dtype(), y.dtype());
   return {cast(x, t), cast(y, t)};
 }

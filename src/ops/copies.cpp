@@ -2,6 +2,7 @@
 // All of them are Cast kernels (a same-dtype cast is a strided copy) or
 // backend transfers.
 #include "core/cpu_allocator.hpp"
+#include "core/op_error.hpp"
 #include "ops/apply.hpp"
 #include "ops/elementwise_ops.hpp"
 #include "tapeflow/autograd.hpp"
@@ -22,8 +23,8 @@ Tensor materialize(const Tensor& x) {
 
 void write_into(const Tensor& dst, const Tensor& src, const char* op) {
   if (!(dst.device() == src.device()))
-    throw DeviceError(std::string("[") + op + "] expected a value on " +
-                      dst.device().str() + ", got " + src.device().str());
+    throw op_error<DeviceError>(op, "expected a value on ", dst.device().str(),
+                                ", got ", src.device().str());
   const Kernel<Cast> k = find_kernel<Cast>(dst.device());
   if (!k) throw_no_kernel(op, dst.device());
   NoGradGuard no_grad;

@@ -7,8 +7,9 @@
 #include <cstring>
 #include <numeric>
 
-#include "ops/apply.hpp"
 #include "core/dtype_dispatch.hpp"
+#include "core/op_error.hpp"
+#include "ops/apply.hpp"
 #include "ops/elementwise_ops.hpp"
 #include "tapeflow/ops/shape.hpp"
 
@@ -102,13 +103,12 @@ uint64_t take_offset(int64_t n) {
 
 void check_random(const Shape& shape, DType dtype, const char* op) {
   if (!is_floating(dtype))
-    throw DTypeError(std::string("[") + op +
-                     "] expected float32 or float64, got " +
-                     std::string(dtype_name(dtype)));
+    throw op_error<DTypeError>(op, "expected float32 or float64, got ",
+                               dtype_name(dtype));
   for (int64_t d : shape)
     if (d < 0)
-      throw ShapeError(std::string("[") + op +
-                       "] expected non-negative extents, got " + shape.str());
+      throw op_error<ShapeError>(op, "expected non-negative extents, got ",
+                                 shape.str());
 }
 }  // namespace
 

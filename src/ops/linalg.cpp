@@ -1,6 +1,7 @@
 // Linear algebra: matmul, matrix_inverse, matrix_determinant.
 #include "tapeflow/ops/linalg.hpp"
 
+#include "core/op_error.hpp"
 #include "ops/apply.hpp"
 #include "ops/elementwise_ops.hpp"
 #include "ops/linalg_ops.hpp"
@@ -26,17 +27,16 @@ Tensor t2(const Tensor& x) {
 
 void check_float(const Tensor& x, const char* op) {
   if (!is_floating(x.dtype()))
-    throw DTypeError(std::string("[") + op +
-                     "] expected float32 or float64, got " +
-                     std::string(dtype_name(x.dtype())));
+    throw op_error<DTypeError>(op, "expected float32 or float64, got ",
+                               dtype_name(x.dtype()));
 }
 
 void check_square(const Tensor& x, const char* op) {
   check_float(x, op);
   if (x.rank() < 2 || x.shape()[x.rank() - 1] != x.shape()[x.rank() - 2])
-    throw ShapeError(std::string("[") + op +
-                     "] expected square matrices in the last two axes, got " +
-                     x.shape().str());
+    throw op_error<ShapeError>(
+        op, "expected square matrices in the last two axes, got ",
+        x.shape().str());
 }
 
 }  // namespace

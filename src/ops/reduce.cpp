@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "core/op_error.hpp"
 #include "ops/apply.hpp"
 #include "ops/axes.hpp"
 #include "ops/elementwise_ops.hpp"
@@ -22,8 +23,8 @@ Shape normalize_axes(const Axes& axes, int64_t rank, const char* op) {
   for (int64_t a : axes) v.push_back(normalize_axis(a, rank, op));
   std::sort(v.begin(), v.end());
   if (std::adjacent_find(v.begin(), v.end()) != v.end())
-    throw ValueError(std::string("[") + op +
-                     "] expected distinct axes, got a repeated axis");
+    throw op_error<ValueError>(op,
+                               "expected distinct axes, got a repeated axis");
   return Shape(v);
 }
 

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "core/op_error.hpp"
 #include "tapeflow/creation.hpp"
 #include "tapeflow/ops/math.hpp"
 #include "tapeflow/optim/clipping.hpp"
@@ -13,8 +14,8 @@ namespace {
 void check_positive(const std::string& who, const char* what,
                     const std::optional<double>& v) {
   if (v && !(*v > 0.0))
-    throw ValueError("[" + who + "] expected " + what + " > 0 when set, got " +
-                     std::to_string(*v));
+    throw op_error<ValueError>(who, "expected ", what, " > 0 when set, got ",
+                               *v);
 }
 
 }  // namespace
@@ -29,16 +30,17 @@ Optimizer::Optimizer(std::string name, LearningRate learning_rate,
                     common_.clipvalue.has_value() +
                     common_.global_clipnorm.has_value();
   if (clips > 1)
-    throw ValueError("[" + name_ +
-                     "] expected at most one of clipnorm, clipvalue and "
-                     "global_clipnorm, got " +
-                     std::to_string(clips));
+    throw op_error<ValueError>(
+        name_,
+        "expected at most one of clipnorm, clipvalue and "
+        "global_clipnorm, got ",
+        std::to_string(clips));
   check_positive(name_, "clipnorm", common_.clipnorm);
   check_positive(name_, "clipvalue", common_.clipvalue);
   check_positive(name_, "global_clipnorm", common_.global_clipnorm);
   if (common_.weight_decay && !(*common_.weight_decay >= 0.0))
-    throw ValueError("[" + name_ + "] expected weight_decay >= 0, got " +
-                     std::to_string(*common_.weight_decay));
+    throw op_error<ValueError>(name_, "expected weight_decay >= 0, got ",
+                               *common_.weight_decay);
 }
 
 Optimizer::~Optimizer() = default;
@@ -47,8 +49,8 @@ void Optimizer::set_learning_rate(LearningRate learning_rate) {
   if (const auto* s =
           std::get_if<std::shared_ptr<LearningRateSchedule>>(&learning_rate))
     if (!*s)
-      throw ValueError("[" + name_ +
-                       "] expected a learning-rate schedule, got null");
+      throw op_error<ValueError>(name_,
+                                 "expected a learning-rate schedule, got null");
   learning_rate_ = std::move(learning_rate);
 }
 

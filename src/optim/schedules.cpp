@@ -5,6 +5,7 @@
 #include <numbers>
 #include <string>
 
+#include "core/op_error.hpp"
 #include "tapeflow/core/error.hpp"
 
 namespace tapeflow::optim {
@@ -14,8 +15,8 @@ namespace {
 void check_steps(const char* who, const char* what, int64_t steps,
                  int64_t min) {
   if (steps < min)
-    throw ValueError(std::string("[") + who + "] expected " + what + " >= " +
-                     std::to_string(min) + ", got " + std::to_string(steps));
+    throw op_error<ValueError>(who, "expected ", what, " >= ", min, ", got ",
+                               steps);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Losses: composites of the math ops, in TensorFlow's stable formulations.
 #include "tapeflow/nn/losses.hpp"
 
+#include "core/op_error.hpp"
 #include "ops/axes.hpp"
 #include "tapeflow/nn/activations.hpp"
 #include "tapeflow/ops/math.hpp"
@@ -13,9 +14,9 @@ namespace {
 void check_same_shape(const Tensor& labels, const Tensor& logits,
                       const char* op) {
   if (!(labels.shape() == logits.shape()))
-    throw ShapeError(std::string("[") + op + "] expected labels of shape " +
-                     logits.shape().str() + " (the logits'), got " +
-                     labels.shape().str());
+    throw op_error<ShapeError>(op, "expected labels of shape ",
+                               logits.shape().str(), " (the logits'), got ",
+                               labels.shape().str());
 }
 
 }  // namespace
@@ -40,26 +41,24 @@ Tensor sparse_softmax_cross_entropy_with_logits(const Tensor& labels,
                                                 const Tensor& logits) {
   constexpr const char* op = "sparse_softmax_cross_entropy_with_logits";
   if (!is_integral(labels.dtype()))
-    throw DTypeError(std::string("[") + op +
-                     "] expected int32 or int64 labels, got " +
-                     std::string(dtype_name(labels.dtype())));
+    throw op_error<DTypeError>(op, "expected int32 or int64 labels, got ",
+                               dtype_name(labels.dtype()));
   if (logits.rank() < 1 || labels.rank() != logits.rank() - 1)
-    throw ShapeError(std::string("[") + op + "] expected labels of rank " +
-                     std::to_string(logits.rank() - 1) + " for logits " +
-                     logits.shape().str() + ", got " + labels.shape().str());
+    throw op_error<ShapeError>(
+        op, "expected labels of rank ", logits.rank() - 1, " for logits ",
+        logits.shape().str(), ", got ", labels.shape().str());
   for (int64_t i = 0; i < labels.rank(); ++i)
     if (labels.shape()[i] != logits.shape()[i])
-      throw ShapeError(std::string("[") + op + "] expected labels of shape " +
-                       labels.shape().str() + " to match logits " +
-                       logits.shape().str() + " on the leading axes");
+      throw op_error<ShapeError>(op, "expected labels of shape ",
+                                 labels.shape().str(), " to match logits ",
+                                 logits.shape().str(), " on the leading axes");
   const int64_t classes = logits.shape()[logits.rank() - 1];
   if (labels.numel() > 0) {
     const int64_t lo = min(labels).item<int64_t>(),
                   hi = max(labels).item<int64_t>();
     if (lo < 0 || hi >= classes)
-      throw IndexError(std::string("[") + op + "] expected labels in [0, " +
-                       std::to_string(classes) + "), got " +
-                       std::to_string(lo < 0 ? lo : hi));
+      throw op_error<IndexError>(op, "expected labels in [0, ", classes,
+                                 "), got ", lo < 0 ? lo : hi);
   }
   const Tensor picked = one_hot(labels, classes, 1.0, 0.0, logits.dtype());
   return -sum(picked * log_softmax(logits, -1), {-1});

@@ -1,5 +1,6 @@
 // Normalization: batch_normalization, moments and layer_normalization as
 // composites; fused_batch_norm as an op whose gradient is an op too.
+#include "core/op_error.hpp"
 #include "ops/apply.hpp"
 #include "ops/nn/norm_ops.hpp"
 #include "tapeflow/autograd.hpp"
@@ -20,9 +21,8 @@ Tensor channel_param(const Tensor& t, const Tensor& x, double fill,
   const int64_t c = x.shape()[1];
   if (!t.defined()) return full({c}, fill, x.dtype(), x.device());
   if (!(t.shape() == Shape{c}))
-    throw ShapeError(std::string("[") + kFused + "] expected " + what +
-                     " of shape " + Shape{c}.str() + ", got " +
-                     t.shape().str());
+    throw op_error<ShapeError>(kFused, "expected ", what, " of shape ",
+                               Shape{c}.str(), ", got ", t.shape().str());
   return t.dtype() == x.dtype() ? t : cast(t, x.dtype());
 }
 
@@ -82,23 +82,22 @@ BatchNormResult fused_batch_norm(const Tensor& x, const Tensor& scale,
                                  bool training, Tensor running_mean,
                                  Tensor running_var, double momentum) {
   if (!is_floating(x.dtype()))
-    throw DTypeError(std::string("[") + kFused +
-                     "] expected float32 or float64, got " +
-                     std::string(dtype_name(x.dtype())));
+    throw op_error<DTypeError>(kFused, "expected float32 or float64, got ",
+                               dtype_name(x.dtype()));
   if (x.rank() < 2)
-    throw ShapeError(std::string("[") + kFused +
-                     "] expected an input of rank >= 2 (N, C, ...), got " +
-                     x.shape().str());
+    throw op_error<ShapeError>(
+        kFused, "expected an input of rank >= 2 (N, C, ...), got ",
+        x.shape().str());
   if (!(epsilon > 0))
-    throw ValueError(std::string("[") + kFused +
-                     "] expected epsilon > 0, got " + std::to_string(epsilon));
+    throw op_error<ValueError>(kFused, "expected epsilon > 0, got ", epsilon);
   const Tensor s = channel_param(scale, x, 1.0, "scale");
   const Tensor o = channel_param(offset, x, 0.0, "offset");
   if (!training) {
     if (!running_mean.defined() || !running_var.defined())
-      throw ValueError(std::string("[") + kFused +
-                       "] expected running_mean and running_var when not "
-                       "training, got none");
+      throw op_error<ValueError>(
+          kFused,
+          "expected running_mean and running_var when not "
+          "training, got none");
     const Tensor m = channel_param(running_mean, x, 0.0, "running_mean");
     const Tensor v = channel_param(running_var, x, 1.0, "running_var");
     auto [y, mean, variance] =
