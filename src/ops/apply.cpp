@@ -27,7 +27,7 @@ void throw_no_kernel(const char* op, Device device) {
 void run_soft_placed(const char* op, Inputs in, Device device,
                      const std::function<void(Inputs, Outputs)>& cpu_run,
                      std::span<const autograd::TensorSpec> specs,
-                     std::span<Tensor> out, PayloadPtr* payload) {
+                     std::span<Tensor> out) {
   if (!config::soft_placement()) throw_no_kernel(op, device);
   std::vector<Tensor> host;
   host.reserve(in.size());
@@ -35,7 +35,7 @@ void run_soft_placed(const char* op, Inputs in, Device device,
   std::vector<Tensor> host_out;
   for (const autograd::TensorSpec& s : specs)
     host_out.push_back(empty_tensor(s.shape, s.dtype, Device::cpu()));
-  cpu_run(host, Outputs(host_out, payload));
+  cpu_run(host, Outputs(host_out, nullptr));
   for (size_t i = 0; i < out.size(); ++i) out[i] = host_out[i].to(device);
 }
 

@@ -16,12 +16,13 @@ Device common_device(const char* op, Inputs in);
 /**
  * Runs `op` on the CPU for inputs living on a device without a kernel:
  * host copies in, outputs of `specs` allocated on the host and copied into
- * `out` on `device`.
+ * `out` on `device`. The kernel leaves no payload: it would describe host
+ * copies that no later pass sees again.
  */
 void run_soft_placed(const char* op, Inputs in, Device device,
                      const std::function<void(Inputs, Outputs)>& cpu_run,
                      std::span<const autograd::TensorSpec> specs,
-                     std::span<Tensor> out, PayloadPtr* payload);
+                     std::span<Tensor> out);
 [[noreturn]] void throw_no_kernel(const char* op, Device device);
 
 namespace detail {
@@ -93,7 +94,7 @@ OpResult<Op> run(Device device, const Op& op, Inputs in, PayloadPtr* keep) {
                         true);
           cpu(op, host_in, host_out);
         },
-        specs, out, slot);
+        specs, out);
   }
   autograd::record(op, in, out, PayloadPtr(keep ? *keep : payload));
   if constexpr (n == 1)
