@@ -124,23 +124,26 @@ TEST_CASE("losses: forward against formulas and gradcheck") {
   const auto pv = probs.to_vector<double>();
   std::vector<double> xent(2, 0.0), sparse = {-lsm[2], -lsm[4]};
   for (int i = 0; i < 6; ++i) xent[i / 3] -= pv[i] * lsm[i];
+  // Labels follow the logits to the device of run_op_case's device pass.
   const std::vector<OpCase> cases = {
       {"sigmoid_xent",
        [&](const Ts& in) {
-         return nn::sigmoid_cross_entropy_with_logits(binary, in[0]);
+         return nn::sigmoid_cross_entropy_with_logits(binary.to(in[0].device()),
+                                                      in[0]);
        },
        {logits},
        tpf::from_vector(sig, {2, 3})},
       {"softmax_xent",
        [&](const Ts& in) {
-         return nn::softmax_cross_entropy_with_logits(probs, in[0]);
+         return nn::softmax_cross_entropy_with_logits(probs.to(in[0].device()),
+                                                      in[0]);
        },
        {logits},
        tpf::from_vector(xent, {2})},
       {"sparse_xent",
        [](const Ts& in) {
          return nn::sparse_softmax_cross_entropy_with_logits(
-             tpf::tensor({2, 1}), in[0]);
+             tpf::tensor({2, 1}).to(in[0].device()), in[0]);
        },
        {logits},
        tpf::from_vector(sparse, {2})},
@@ -150,11 +153,15 @@ TEST_CASE("losses: forward against formulas and gradcheck") {
        tpf::scalar((0.25 + 1.5625 + 4 + 2.25 + 0.0625 + 0.5625) / 2,
                    tpf::float64)},
       {"mse",
-       [&](const Ts& in) { return nn::mean_squared_error(binary, in[0]); },
+       [&](const Ts& in) {
+         return nn::mean_squared_error(binary.to(in[0].device()), in[0]);
+       },
        {logits},
        tpf::tensor({(0.25 + 1.5625 + 1.0) / 3, (2.25 + 0.5625 + 3.0625) / 3})},
       {"hinge",
-       [&](const Ts& in) { return nn::hinge_loss(binary, in[0]); },
+       [&](const Ts& in) {
+         return nn::hinge_loss(binary.to(in[0].device()), in[0]);
+       },
        {logits},
        tpf::from_vector(hinge, {2, 3})},
   };

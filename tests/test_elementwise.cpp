@@ -79,6 +79,9 @@ TEST_CASE("unary ops: forward, strided, float32 and gradcheck") {
       unary(
           "atan far from 0", tpf::atan, [](double v) { return std::atan(v); },
           tpf::tensor({{-1e4, -3.0, 40.0}, {1e-8, 7.5, 1e4}})),
+      unary(
+          "sign", tpf::sign, [](double v) { return double((v > 0) - (v < 0)); },
+          x23()),
   };
   for (const auto& c : cases) testing::run_op_case(c);
 }
@@ -129,6 +132,14 @@ TEST_CASE("broadcasting (2,1) with (1,3) and scalars") {
       [](const Ts& in) { return in[0] * in[1] + tpf::exp(in[0]); },
       {uniform64({2, 1}), uniform64({1, 3})});
   CHECK_MESSAGE(g.empty(), g);
+  // Both operands broadcast, and scalars on whichever device the inputs are.
+  testing::run_op_case(
+      {"col_row_scalars",
+       [](const Ts& in) {
+         return 2.0 * (in[0] * in[1]) - in[1] / (in[0] * in[0] + 1.0);
+       },
+       {col, row},
+       tpf::tensor({{15.0, 30.0, 45.0}, {38.0, 76.0, 114.0}})});
 }
 
 TEST_CASE("large broadcast and contiguous paths run in parallel and agree") {
@@ -184,6 +195,64 @@ TEST_CASE("where, clip and cast") {
         std::vector<int>{1, -2, 0});
   CHECK(tpf::tensor({1.7, 0.0}).cast(tpf::bool_).to_vector<int>() ==
         std::vector<int>{1, 0});
+}
+
+TEST_CASE("comparisons, logic and casts: forward, strided and float32") {
+  // No gradients: the rows' outputs are bool or integer, or pass through one.
+  const tpf::Tensor a = x23(), b = tpf::tensor({0.5, 0.25, -0.75});
+  auto cmp = [&](const char* name,
+                 tpf::Tensor (*f)(const tpf::Tensor&, const tpf::Tensor&),
+                 double (*ref)(double, double)) {
+    return OpCase{name,
+                  [f](const Ts& in) { return f(in[0], in[1]); },
+                  {a, b},
+                  map2(a, b, ref),
+                  false};
+  };
+  const auto i32 = tpf::tensor({{1, 5}, {-2, 4}});
+  const std::vector<OpCase> cases = {
+      cmp("equal", tpf::equal,
+          [](double x, double y) { return double(x == y); }),
+      cmp("not_equal", tpf::not_equal,
+          [](double x, double y) { return double(x != y); }),
+      cmp("less", tpf::less, [](double x, double y) { return double(x < y); }),
+      cmp("less_equal", tpf::less_equal,
+          [](double x, double y) { return double(x <= y); }),
+      cmp("greater", tpf::greater,
+          [](double x, double y) { return double(x > y); }),
+      cmp("greater_equal", tpf::greater_equal,
+          [](double x, double y) { return double(x >= y); }),
+      {"and_or_not",
+       [](const Ts& in) {
+         return (in[0] < in[1]) || ((in[0] >= in[1]) && !(in[0] == in[1]));
+       },
+       {a, b},
+       map2(a, b, [](double x, double y) { return double(x != y); }),
+       false},
+      {"cast_bool_int32_to_float32",
+       [](const Ts& in) {
+         return (in[0] > in[1]).cast(tpf::float32) +
+                (in[0] * 4.0).cast(tpf::int32).cast(tpf::float32);
+       },
+       {a, b},
+       tpf::tensor({{2.f, -5.f, 9.f}, {7.f, 1.f, -3.f}}),
+       false},
+      {"int32_arithmetic_logic",
+       [](const Ts& in) {
+         return ((in[0] * 3 - in[1]) > in[1]) && !(in[0] == in[1]);
+       },
+       {i32, tpf::tensor({int32_t{4}})},
+       tpf::tensor({{false, true}, {false, false}}),
+       false},
+      {"int64_abs_sign",
+       [](const Ts& in) {
+         return tpf::abs(in[0] * 3 - in[1]) + tpf::sign(in[0]);
+       },
+       {i32.cast(tpf::int64), tpf::tensor({int64_t{4}})},
+       tpf::tensor({{int64_t{2}, int64_t{12}}, {int64_t{9}, int64_t{9}}}),
+       false},
+  };
+  for (const auto& c : cases) testing::run_op_case(c);
 }
 
 TEST_CASE("comparisons and logical ops give bool tensors") {

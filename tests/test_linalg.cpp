@@ -46,6 +46,40 @@ TEST_CASE("linalg ops: forward, strided, float32 and gradcheck") {
   for (const auto& c : cases) testing::run_op_case(c);
 }
 
+TEST_CASE("batched, transposed and composed matmul: OpCase rows") {
+  auto draw = [](const tpf::Shape& shape, uint64_t seed) {
+    return tpf::stateless_random_uniform(shape, seed, -1.0, 1.0, tpf::float64);
+  };
+  const auto a = draw({2, 3, 5, 4}, 1), b = draw({3, 4, 6}, 2);
+  const auto b6 =
+      tpf::reshape(tpf::broadcast_to(b, {2, 3, 4, 6}).contiguous(), {6, 4, 6});
+  const auto p = draw({4, 3}, 3), q = draw({5, 4}, 4);
+  const auto w = draw({8, 5}, 5), v = draw({5, 3}, 6), t = draw({8, 3}, 7);
+  const std::vector<OpCase> cases = {
+      {"matmul_batched_broadcast",
+       [](const Ts& in) { return tpf::matmul(in[0], in[1]); },
+       {a, b},
+       tpf::reshape(reference_matmul(tpf::reshape(a, {6, 5, 4}), b6),
+                    {2, 3, 5, 6})},
+      {"matmul_transpose_both",
+       [](const Ts& in) { return tpf::matmul(in[0], in[1], true, true); },
+       {p, q},
+       tpf::reshape(
+           reference_matmul(
+               tpf::reshape(tpf::transpose(p).contiguous(), {1, 3, 4}),
+               tpf::reshape(tpf::transpose(q).contiguous(), {1, 4, 5})),
+           {3, 5})},
+      {"tanh_matmul_mse",
+       [](const Ts& in) {
+         return tpf::mean(
+             tpf::square(tpf::tanh(tpf::matmul(in[0], in[1])) - in[2]));
+       },
+       {w, v, t},
+       tpf::Tensor()},
+  };
+  for (const auto& c : cases) testing::run_op_case(c);
+}
+
 TEST_CASE("batched matmul broadcasts batch axes") {
   const auto a = uniform64({3, 4, 5});
   const auto b = uniform64({5, 2});

@@ -2,52 +2,13 @@
 // backend that keeps "cuda" memory on the host and has a kernel for add only:
 // kernels run where they exist, soft placement runs the rest on the CPU (or
 // refuses, when off), copies are differentiable, mixed devices are refused.
-#include <cstdlib>
 #include <iostream>
 #include <sstream>
 
-#include "core/registry.hpp"
-#include "ops/elementwise_ops.hpp"
 #include "support/check.hpp"
+#include "support/device.hpp"
 
 namespace {
-
-class HostMemory final : public tpf::Allocator {
- public:
-  void* allocate(size_t n) override { return std::malloc(n); }
-  void deallocate(void* p, size_t) override { std::free(p); }
-  tpf::MemoryStats stats() const override { return {}; }
-  void empty_cache() override {}
-};
-
-class HostBackedDevice final : public tpf::DeviceBackend {
- public:
-  const char* name() const override { return "test"; }
-  int device_count() const override { return 1; }
-  tpf::Allocator* allocator(int) override { return &memory_; }
-  void copy_to_host(const void* src, void* dst, size_t n, int) override {
-    std::memcpy(dst, src, n);
-  }
-  void copy_from_host(const void* src, void* dst, size_t n, int) override {
-    std::memcpy(dst, src, n);
-  }
-
- private:
-  HostMemory memory_;
-};
-
-/** Installs the test backend unless a real CUDA device is present. */
-bool install_test_device() {
-  tpf::ensure_backends_registered();
-  const auto* real = tpf::device_backend(tpf::DeviceType::cuda);
-  if (real && real->device_count() > 0) return false;
-  static HostBackedDevice device;
-  tpf::Registry r;
-  r.set_backend(tpf::DeviceType::cuda, &device);
-  r.set<tpf::Add>(tpf::DeviceType::cuda, tpf::KernelTable<tpf::Add>::kernels[0],
-                  "test");
-  return true;
-}
 
 std::string capture_placement(const std::function<void()>& fn) {
   std::ostringstream captured;
@@ -59,7 +20,7 @@ std::string capture_placement(const std::function<void()>& fn) {
   return captured.str();
 }
 
-const bool kTestDevice = install_test_device();
+const bool kTestDevice = testing::install_host_device();
 
 }  // namespace
 

@@ -9,6 +9,30 @@ namespace {
 tpf::Tensor x23() {
   return tpf::tensor({{0.5, -1.25, 2.0}, {1.5, 0.25, -0.75}});
 }
+
+/** Float64 uniform in [lo, hi) that leaves the global stream as it is. */
+tpf::Tensor stateless64(const tpf::Shape& shape, uint64_t seed, double lo,
+                        double hi) {
+  return tpf::stateless_random_uniform(shape, seed, lo, hi, tpf::float64);
+}
+
+/**
+ * Host reference: x (A, B, C) reduced over axis 1 (keep 0 and 2: `mid`) or
+ * over axes 0 and 2 (keep 1), combining with `f` from `init`.
+ */
+tpf::Tensor reduce3(const tpf::Tensor& x, bool mid, double init,
+                    double (*f)(double, double)) {
+  const int64_t A = x.shape()[0], B = x.shape()[1], C = x.shape()[2];
+  const auto v = x.to_vector<double>();
+  std::vector<double> out(mid ? A * C : B, init);
+  for (int64_t a = 0; a < A; ++a)
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t c = 0; c < C; ++c) {
+        double& o = out[mid ? a * C + c : b];
+        o = f(o, v[(a * B + b) * C + c]);
+      }
+  return mid ? tpf::from_vector(out, {A, C}) : tpf::from_vector(out, {B});
+}
 }  // namespace
 
 TEST_CASE("reductions: forward, strided, float32 and gradcheck") {
@@ -42,6 +66,40 @@ TEST_CASE("reductions: forward, strided, float32 and gradcheck") {
        [](const Ts& in) { return tpf::prod(in[0], {1}); },
        {x},
        tpf::tensor({0.5 * -1.25 * 2.0, 1.5 * 0.25 * -0.75})},
+  };
+  for (const auto& c : cases) testing::run_op_case(c);
+}
+
+TEST_CASE("reductions of a 3-D tensor and of long rows: OpCase rows") {
+  const auto x = stateless64({3, 4, 50}, 1, -1.0, 1.0);
+  const auto near1 = stateless64({3, 4, 50}, 2, 0.9, 1.1);
+  // Rows of >= 2048: the CUDA reduction's two-pass path.
+  const auto rows = stateless64({2, 2100}, 3, 0.0, 1.0);
+  auto add = [](double a, double b) { return a + b; };
+  auto mul = [](double a, double b) { return a * b; };
+  const auto hi = reduce3(x, true, -1e300,
+                          [](double a, double b) { return std::max(a, b); });
+  const auto lo = reduce3(x, true, 1e300,
+                          [](double a, double b) { return std::min(a, b); });
+  const std::vector<OpCase> cases = {
+      {"sum_axes02_3d",
+       [](const Ts& in) {
+         return tpf::sum(in[0], {0, 2});
+       },
+       {x},
+       reduce3(x, false, 0.0, add)},
+      {"max_minus_min_axis1_3d",
+       [](const Ts& in) { return tpf::max(in[0], {1}) - tpf::min(in[0], {1}); },
+       {x},
+       hi - lo},
+      {"prod_axis1_3d",
+       [](const Ts& in) { return tpf::prod(in[0], {1}); },
+       {near1},
+       reduce3(near1, true, 1.0, mul)},
+      {"sum_long_rows",
+       [](const Ts& in) { return tpf::sum(in[0], {1}); },
+       {rows},
+       reduce3(tpf::reshape(rows, {1, 2, 2100}), false, 0.0, add)},
   };
   for (const auto& c : cases) testing::run_op_case(c);
 }

@@ -52,7 +52,8 @@ TEST_CASE("shape ops: forward, strided, float32 and gradcheck") {
        tpf::tensor({{0.5, -1.25, 2.0}, {0.5, -1.25, 2.0}})},
       {"gather",
        [](const Ts& in) {
-         return tpf::gather(in[0], tpf::tensor({2, 0, 2}), 1);
+         return tpf::gather(in[0], tpf::tensor({2, 0, 2}).to(in[0].device()),
+                            1);
        },
        {x},
        tpf::tensor({{2.0, 0.5, 2.0}, {-0.75, 1.5, -0.75}})},

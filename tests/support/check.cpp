@@ -1,7 +1,13 @@
 #include "support/check.hpp"
 
 #include <cmath>
+#include <cstdint>
+#include <exception>
+#include <iomanip>
+#include <iostream>
 #include <sstream>
+
+#include "support/device.hpp"
 
 namespace testing {
 
@@ -18,7 +24,8 @@ std::string mismatch(const tpf::Tensor& a, const tpf::Tensor& b, double rtol,
     if (both_nan || same_inf) continue;
     if (!(std::abs(va[i] - vb[i]) <= atol + rtol * std::abs(vb[i]))) {
       std::ostringstream os;
-      os << "element " << i << ": " << va[i] << " vs " << vb[i] << "\n"
+      os << "element " << i << ": " << std::setprecision(17) << va[i] << " vs "
+         << vb[i] << std::setprecision(6) << "\n"
          << a << "\n"
          << b;
       return os.str();
@@ -84,6 +91,108 @@ std::string gradcheck(const Fn& f, const std::vector<tpf::Tensor>& inputs,
   return "";
 }
 
+namespace {
+
+/** FNV-1a: a cotangent seed per case that does not touch the global stream. */
+uint64_t seed_of(const std::string& name) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char ch : name) h = (h ^ ch) * 1099511628211ull;
+  return h;
+}
+
+/** The tape's gradient of f at xs, w.r.t. every x, for cotangent v. */
+std::vector<tpf::Tensor> tape_gradient(const Fn& f,
+                                       const std::vector<tpf::Tensor>& xs,
+                                       const tpf::Tensor& v) {
+  tpf::GradientTape tape;
+  for (const auto& x : xs) tape.watch(x);
+  const tpf::Tensor y = f(xs);
+  return tape.gradient(y, xs, {v.cast(y.dtype()).to(y.device())});
+}
+
+/** Empty when t lives on dev and its host copy matches want. */
+std::string device_mismatch(const char* what, const tpf::Tensor& t,
+                            const tpf::Tensor& want, tpf::Device dev,
+                            double rtol, double atol) {
+  if (t.defined() && t.device() != dev)
+    return std::string(what) + ": on " + t.device().str() + ", expected " +
+           dev.str();
+  const std::string why = mismatch(t.defined() ? t.cpu() : t, want, rtol, atol);
+  return why.empty() ? "" : std::string(what) + " (device vs cpu): " + why;
+}
+
+/**
+ * c on `dev` against the CPU results y (float64 inputs) and y32 (float32):
+ * forward, strided forward, float32 forward and the tape's gradient w.r.t.
+ * every input for the same cotangent (no finite differences: the CPU pass
+ * has checked the CPU gradient already).
+ */
+void check_on_device(const OpCase& c, tpf::Device dev, const tpf::Tensor& y,
+                     const tpf::Tensor& y32) {
+  constexpr double rtol64 = 1e-9, atol64 = 1e-12;
+  // float32: the tolerance test_cuda held reductions and matmul to.
+  constexpr double rtol32 = 1e-4, atol32 = 1e-6;
+  auto report = [&](const std::string& why) {
+    CHECK_MESSAGE(why.empty(), c.name << " on " << dev.str() << ": " << why);
+  };
+  try {
+    std::vector<tpf::Tensor> xs, strided, singles;
+    for (const auto& x : c.inputs) {
+      xs.push_back(x.to(dev));
+      strided.push_back(strided_copy(xs.back()));
+      singles.push_back(x.dtype() == tpf::float64 ? xs.back().cast(tpf::float32)
+                                                  : xs.back());
+    }
+    report(device_mismatch("forward", c.fn(xs), y, dev, rtol64, atol64));
+    report(device_mismatch("strided forward", c.fn(strided), y, dev, rtol64,
+                           atol64));
+    if (tpf::is_floating(y.dtype()))
+      report(device_mismatch("float32 forward", c.fn(singles), y32, dev, rtol32,
+                             atol32));
+
+    if (c.differentiable) {
+      std::vector<tpf::Tensor> host;
+      for (const auto& x : c.inputs)
+        host.push_back(x.cast(tpf::float64).contiguous());
+      std::vector<tpf::Tensor> on_dev;
+      for (const auto& x : host) on_dev.push_back(x.to(dev));
+      const tpf::Tensor v = tpf::stateless_random_uniform(
+          y.shape(), seed_of(c.name), -1.0, 1.0, tpf::float64);
+      const auto want = tape_gradient(c.fn, host, v);
+      const auto got = tape_gradient(c.fn, on_dev, v.to(dev));
+      for (size_t k = 0; k < want.size(); ++k) {
+        const std::string what = "gradient " + std::to_string(k);
+        report(device_mismatch(what.c_str(), got[k], want[k], dev, rtol64,
+                               atol64));
+      }
+    }
+  } catch (const std::exception& e) {
+    FAIL_CHECK(c.name << " on " << dev.str()
+                      << " threw: " << std::string(e.what()));
+  }
+}
+
+/** c on each device of test_devices(); fails c when the one asked is missing.
+ */
+void check_on_devices(const OpCase& c, const tpf::Tensor& y,
+                      const tpf::Tensor& y32) {
+  const TestDevices& d = test_devices();
+  if (!d.error.empty()) {
+    FAIL_CHECK(c.name << ": device pass: " << d.error);
+    return;
+  }
+  static const bool announced = [&] {
+    for (const auto dev : d.devices)
+      std::cerr << "[run_op_case] device pass on " << dev.str() << " ("
+                << d.backend << " backend)\n";
+    return true;
+  }();
+  (void)announced;
+  for (const auto dev : d.devices) check_on_device(c, dev, y, y32);
+}
+
+}  // namespace
+
 void run_op_case(const OpCase& c) {
   SUBCASE(c.name.c_str()) {
     const tpf::Tensor y = c.fn(c.inputs);
@@ -108,6 +217,9 @@ void run_op_case(const OpCase& c) {
       const std::string why = gradcheck(c.fn, c.inputs);
       CHECK_MESSAGE(why.empty(), c.name << ": " << why);
     }
+
+    // The same checks on every other device, against the CPU's results.
+    check_on_devices(c, y, y32);
   }
 }
 

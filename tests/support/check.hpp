@@ -38,7 +38,11 @@ struct GradcheckOptions {
 std::string gradcheck(const Fn& f, const std::vector<tpf::Tensor>& inputs,
                       GradcheckOptions opt = {});
 
-/** One op under test: forward reference, gradient, strided inputs. */
+/**
+ * One op under test: forward reference, gradient, strided inputs. `fn` also
+ * runs on device inputs: a tensor it makes itself (labels, indices) goes to
+ * `in[0].device()`.
+ */
 struct OpCase {
   std::string name;
   Fn fn;
@@ -47,7 +51,13 @@ struct OpCase {
   bool differentiable = true;
 };
 
-/** Runs every check of `c` inside a doctest SUBCASE named after it. */
+/**
+ * Runs every check of `c` inside a doctest SUBCASE named after it: forward
+ * against `expected`, strided inputs, float32 against float64 and a float64
+ * gradcheck on the CPU; then, on each device of test_devices()
+ * (support/device.hpp), the forward, strided and float32 results and the
+ * tape's gradients w.r.t. every input against the CPU's, each on the device.
+ */
 void run_op_case(const OpCase& c);
 
 /** Same values as x, laid out with non-contiguous strides (rank >= 2). */

@@ -1,0 +1,95 @@
+#include "support/device.hpp"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "core/backend_loader.hpp"
+#include "core/registry.hpp"
+#include "ops/elementwise_ops.hpp"
+
+namespace testing {
+namespace {
+
+class HostMemory final : public tpf::Allocator {
+ public:
+  void* allocate(size_t n) override { return std::malloc(n); }
+  void deallocate(void* p, size_t) override { std::free(p); }
+  tpf::MemoryStats stats() const override { return {}; }
+  void empty_cache() override {}
+};
+
+class HostBackedDevice final : public tpf::DeviceBackend {
+ public:
+  const char* name() const override { return "test"; }
+  int device_count() const override { return 1; }
+  tpf::Allocator* allocator(int) override { return &memory_; }
+  void copy_to_host(const void* src, void* dst, size_t n, int) override {
+    std::memcpy(dst, src, n);
+  }
+  void copy_from_host(const void* src, void* dst, size_t n, int) override {
+    std::memcpy(dst, src, n);
+  }
+
+ private:
+  HostMemory memory_;
+};
+
+/** The backend that owns DeviceType::cuda once libtapeflow_cuda was tried. */
+const tpf::DeviceBackend* cuda_backend() {
+  tpf::ensure_backends_registered();
+  return tpf::device_backend(tpf::DeviceType::cuda);  // loads libtapeflow_cuda
+}
+
+bool real_gpu(const tpf::DeviceBackend* b) {
+  return b && std::strcmp(b->name(), "test") != 0 && b->device_count() > 0;
+}
+
+}  // namespace
+
+bool install_host_device() {
+  static const bool installed = [] {
+    // The CUDA backend registers its kernels only where it sees a GPU: with
+    // none, the test backend may take DeviceType::cuda over.
+    if (real_gpu(cuda_backend())) return false;
+    static HostBackedDevice device;
+    tpf::Registry r;
+    r.set_backend(tpf::DeviceType::cuda, &device);
+    r.set<tpf::Add>(tpf::DeviceType::cuda,
+                    tpf::KernelTable<tpf::Add>::kernels[static_cast<int>(
+                        tpf::DeviceType::cpu)],
+                    "test");
+    return true;
+  }();
+  return installed;
+}
+
+const TestDevices& test_devices() {
+  static const TestDevices resolved = [] {
+    TestDevices d;
+    const char* env = std::getenv("TAPEFLOW_TEST_DEVICE");
+    const std::string want = env ? env : "";
+    if (want == "cuda") {
+      const tpf::DeviceBackend* b = cuda_backend();
+      if (real_gpu(b)) {
+        d.devices = {tpf::Device::cuda(0)};
+        d.backend = "cuda";
+      } else {
+        d.error =
+            "TAPEFLOW_TEST_DEVICE=cuda, but there is no GPU (" +
+            (b ? std::string("the CUDA backend sees no device")
+               : "the CUDA backend is not loaded: " + tpf::cuda_load_error()) +
+            ")";
+      }
+    } else if (want.empty()) {
+      d.devices = {tpf::Device::cuda(0)};
+      d.backend = install_host_device() ? "test" : "cuda";
+    } else {
+      d.error = "TAPEFLOW_TEST_DEVICE=" + want +
+                ": expected \"cuda\" or nothing (the host-backed test device)";
+    }
+    return d;
+  }();
+  return resolved;
+}
+
+}  // namespace testing

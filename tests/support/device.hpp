@@ -1,0 +1,36 @@
+#pragma once
+// The non-CPU devices tests run on: a host-backed test device that any
+// machine has, or a real GPU. Nothing here needs the private headers.
+#include <string>
+#include <vector>
+
+#include "tapeflow/tapeflow.hpp"
+
+namespace tpf = tapeflow;
+
+namespace testing {
+
+/**
+ * Installs, once, a test backend for DeviceType::cuda that keeps its memory
+ * in host memory. Its only kernel is the CPU's add (logged as backend "test");
+ * every other op soft-places onto the CPU. Returns false, installing nothing,
+ * when a real GPU owns DeviceType::cuda.
+ */
+bool install_host_device();
+
+/**
+ * The devices run_op_case compares with the CPU, resolved once per process
+ * from TAPEFLOW_TEST_DEVICE:
+ *  - unset or empty: cuda:0 of the host-backed test device (installed here),
+ *    or of the real GPU where one owns DeviceType::cuda;
+ *  - "cuda": cuda:0 of a real GPU; without one, `error` says why and the
+ *    device pass fails (the test device is never put in its place).
+ */
+struct TestDevices {
+  std::vector<tpf::Device> devices;
+  std::string backend;  // "test" or "cuda"
+  std::string error;    // non-empty: the device asked for is missing
+};
+const TestDevices& test_devices();
+
+}  // namespace testing
