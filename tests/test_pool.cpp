@@ -350,9 +350,13 @@ TEST_CASE("pooling argument errors") {
         nn::max_pool2d(tpf::ones({2, 4, 4}), {{2, 2}});
       },
       p);
-  expect_error<tpf::ValueError>([&] { nn::max_pool2d(x, {{2}}); }, p);
+  expect_error<tpf::ValueError>([&] { nn::max_pool2d(x, {{2, 2, 2}}); }, p);
   expect_error<tpf::ValueError>([&] { nn::max_pool2d(x, {{2, 0}}); }, p);
-  expect_error<tpf::ValueError>([&] { nn::max_pool2d(x, {{2, 2}, {1}}); }, p);
+  expect_error<tpf::ValueError>(
+      [&] {
+        nn::max_pool2d(x, {{2, 2}, {1, 1, 1}});
+      },
+      p);
   expect_error<tpf::ValueError>(
       [&] {
         nn::max_pool2d(x, {{2, 2}, {1, -1}});
@@ -385,4 +389,49 @@ TEST_CASE("pooling argument errors") {
   // SAME never rejects a window larger than the input.
   CHECK(nn::max_pool2d(x, {{5, 5}, {}, "SAME"}).shape() ==
         tpf::Shape{1, 2, 1, 1});
+}
+
+TEST_CASE("pooling takes one ksize or strides value for every spatial axis") {
+  const tpf::Shape shapes[] = {{2, 3, 7, 6}, {1, 2, 6, 5, 7}};
+  for (int nd : {2, 3}) {
+    const auto x = uniform64(shapes[nd - 2]);
+    const std::vector<int64_t> k(nd, 3), st(nd, 2);
+    for (bool max : {true, false})
+      for (const char* pad : {"VALID", "SAME"})
+        for (const auto dtype : {tpf::float64, tpf::float32}) {
+          CAPTURE(nd);
+          CAPTURE(max);
+          CAPTURE(pad);
+          CAPTURE(tpf::dtype_name(dtype));
+          const auto in = x.cast(dtype).contiguous();
+          const auto fn = pool_fn(nd, max);
+          const auto full = fn(in, {k, st, pad});
+          CHECK_CLOSE(full.cast(tpf::float64), ref_pool(x, {k, st, pad}, max),
+                      1e-5, 1e-6);
+          const auto want = full.to_vector<double>();
+          CHECK(fn(in, {{3}, {2}, pad}).to_vector<double>() == want);
+          CHECK(fn(in, {{3}, st, pad}).to_vector<double>() == want);
+          CHECK(fn(in, {k, {2}, pad}).to_vector<double>() == want);
+          // No strides: the window's, broadcast like the window.
+          CHECK(fn(in, {{3}, {}, pad}).to_vector<double>() ==
+                fn(in, {k, {}, pad}).to_vector<double>());
+        }
+  }
+  const auto x3 = tpf::ones({1, 1, 4, 4, 4});
+  expect_error<tpf::ValueError>(
+      [&] {
+        nn::max_pool3d(x3, {{2, 2}});
+      },
+      "[max_pool3d] expected ksize of 1 or 3 values, got [2, 2]");
+  expect_error<tpf::ValueError>(
+      [&] {
+        nn::avg_pool3d(x3, {{2}, {1, 1}});
+      },
+      "[avg_pool3d] expected strides of 1 or 3 values, got [1, 1]");
+  expect_error<tpf::ValueError>(
+      [&] { nn::max_pool3d(x3, {{}}); },
+      "[max_pool3d] expected ksize of 1 or 3 values, got []");
+  expect_error<tpf::ValueError>(
+      [&] { nn::max_pool3d(x3, {{0}}); },
+      "[max_pool3d] expected positive ksize, got [0]");
 }

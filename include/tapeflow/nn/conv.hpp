@@ -30,9 +30,10 @@ struct Padding {
 };
 
 /**
- * strides and dilations have one entry per spatial axis (a single entry is
- * used for every axis; empty means all 1). data_format "NCHW" (the default)
- * means channels-first for every rank.
+ * strides and dilations: either one value, used for every spatial axis (as
+ * TensorFlow's int), or exactly one value per spatial axis; empty means all
+ * 1. Other lengths and non-positive values are a ValueError. data_format
+ * "NCHW" (the default) means channels-first for every rank.
  */
 struct ConvOptions {
   std::vector<int64_t> strides = {};

@@ -9,12 +9,16 @@
 namespace tapeflow::nn {
 
 /**
- * Pooling options; members in TensorFlow's order (API.md). `strides` empty
- * means equal to `ksize`. `padding` is "VALID" or "SAME" (TensorFlow's
- * rule: out = ceil(in / stride), the extra row/column at the end).
- * `data_format` names the layout: NCW/NCHW/NCDHW (default, channels first)
- * or NWC/NHWC/NDHWC. `count_include_pad` makes average pooling divide by the
- * full window size also where the window overlaps SAME padding.
+ * Pooling options; members in TensorFlow's order (API.md). `ksize` and
+ * `strides` take either one value, used for every spatial axis (as
+ * TensorFlow's int), or exactly one value per spatial axis; other lengths
+ * and non-positive values are a ValueError. `strides` empty means equal to
+ * `ksize`. `padding` is "VALID" or "SAME" (TensorFlow's rule: out =
+ * ceil(in / stride), the extra row/column at the end). `data_format` names
+ * the layout: channels first NCW/NCHW/NCDHW for 1/2/3 spatial axes ("NCHW",
+ * the default, for any of them) or channels last NWC/NHWC/NDHWC.
+ * `count_include_pad` makes average pooling divide by the full window size
+ * also where the window overlaps SAME padding.
  */
 struct PoolOptions {
   std::vector<int64_t> ksize;

@@ -4,8 +4,6 @@
 // loops of cpu/conv_direct.cpp. Under float32 precision `medium` the inputs
 // of each pass reach oneDNN as bfloat16 (converted by the same reorder that
 // blocks them) and the output stays float32.
-#include <omp.h>
-
 #include <cstring>
 #include <dnnl.hpp>
 #include <string>
@@ -14,6 +12,7 @@
 
 #include "core/creation_internal.hpp"
 #include "cpu/conv_direct.hpp"
+#include "cpu/onednn/common.hpp"
 #include "cpu/onednn/converted_operand.hpp"
 #include "cpu/onednn/precision.hpp"
 #include "ops/nn/conv_ops.hpp"
@@ -22,12 +21,8 @@ namespace tapeflow::cpu {
 namespace {
 
 using dnnl::memory;
+using onednn::engine;
 enum class Pass : int64_t { forward, grad_input, grad_filter };
-
-dnnl::engine& engine() {
-  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
-  return e;
-}
 
 memory::dims dims(const Shape& s) {
   return memory::dims(s.begin(), s.end());
@@ -102,13 +97,6 @@ struct Prepared {
 
 /** The pass, the three shapes (x, filter, y) and the attributes. */
 using Key = std::vector<int64_t>;
-struct KeyHash {
-  size_t operator()(const Key& k) const {
-    size_t h = 0;
-    for (int64_t v : k) h = h * 1099511628211ull ^ std::hash<int64_t>()(v);
-    return h;
-  }
-};
 
 Prepared prepare(Pass pass, const ConvAttrs& a, const Shape& x, const Shape& w,
                  const Shape& y, bool bias, bool bf16) {
@@ -245,15 +233,15 @@ void run_f32(Pass pass, const ConvAttrs& a, const Tensor& x, const Tensor& w,
     key.insert(key.end(), s->begin(), s->end());
   }
   // Per thread: memory objects are not shared, so no lock on the hot path.
-  thread_local std::unordered_map<Key, Prepared, KeyHash> cache;
-  thread_local dnnl::stream stream(engine());
+  thread_local std::unordered_map<Key, Prepared, onednn::Int64sHash> cache;
+  dnnl::stream& stream = onednn::stream();
   auto it = cache.find(key);
   if (it == cache.end())
     it = cache
              .emplace(key, prepare(pass, a, x.shape(), w.shape(), y.shape(),
                                    bias.defined(), bf16))
              .first;
-  if (omp_get_max_threads() != threads) omp_set_num_threads(threads);
+  onednn::sync_threads(threads);
   Prepared& p = it->second;
   p.src.user.set_data_handle(x.raw_data());
   p.weights.user.set_data_handle(w.raw_data());

@@ -5,7 +5,6 @@
 // costs more than the bfloat16 product saves at batch 64); the product stays
 // float32.
 #include <cblas.h>
-#include <omp.h>
 
 #include <array>
 #include <dnnl.hpp>
@@ -15,6 +14,7 @@
 
 #include "core/creation_internal.hpp"
 #include "cpu/bf16_convert.hpp"
+#include "cpu/onednn/common.hpp"
 #include "cpu/onednn/converted_operand.hpp"
 #include "cpu/onednn/precision.hpp"
 #include "cpu/parallel.hpp"
@@ -22,6 +22,8 @@
 
 namespace tapeflow::cpu {
 namespace {
+
+using onednn::engine;
 
 /** True if the last two axes are row- or column-major (any leading dim). */
 bool plain_matrix(const Tensor& t) {
@@ -67,11 +69,6 @@ dnnl::memory::desc describe(
   return dnnl::memory::desc(
       dnnl::memory::dims(l.begin(), l.begin() + rank), type,
       dnnl::memory::dims(l.begin() + kMaxRank, l.begin() + kMaxRank + rank));
-}
-
-dnnl::engine& engine() {
-  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
-  return e;
 }
 
 /**
@@ -144,8 +141,7 @@ struct Key {
 struct KeyHash {
   size_t operator()(const Key& k) const {
     size_t h = std::hash<int64_t>()(k.rank * 62 + k.threads * 2 + k.bf16);
-    for (const Layout& l : k.layouts)
-      for (int64_t v : l) h = h * 1099511628211ull ^ std::hash<int64_t>()(v);
+    for (const Layout& l : k.layouts) h = onednn::hash_int64s(l, h);
     return h;
   }
 };
@@ -160,7 +156,7 @@ void matmul_f32(const MatMul& op, const Tensor& a, const Tensor& b,
                 multiply_in_bf16()};
   // Per thread: memory objects are not shared, so no lock on the hot path.
   thread_local std::unordered_map<Key, Prepared, KeyHash> cache;
-  thread_local dnnl::stream stream(engine());
+  dnnl::stream& stream = onednn::stream();
   auto it = cache.find(key);
   if (it == cache.end()) {
     const auto in = operand_type(key.bf16);
@@ -178,9 +174,7 @@ void matmul_f32(const MatMul& op, const Tensor& a, const Tensor& b,
                                dnnl::memory(cmd, engine(), nullptr)})
              .first;
   }
-  // oneDNN reads the calling thread's OpenMP setting, which
-  // set_intra_op_threads made on another thread may not have reached.
-  if (omp_get_max_threads() != key.threads) omp_set_num_threads(key.threads);
+  onednn::sync_threads(key.threads);
   Prepared& p = it->second;
   p.a.user.set_data_handle(a.raw_data());
   p.b.user.set_data_handle(b.raw_data());

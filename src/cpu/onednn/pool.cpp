@@ -6,14 +6,13 @@
 // window indices) is widened into MaxPool's int32 one; the max-pool gradient
 // scatters through it (direct loops: oneDNN's plain-layout backward is
 // slower than a scatter).
-#include <omp.h>
-
 #include <dnnl.hpp>
 #include <unordered_map>
 #include <vector>
 
 #include "core/creation_internal.hpp"
 #include "cpu/nn_direct.hpp"
+#include "cpu/onednn/common.hpp"
 #include "tapeflow/config.hpp"
 
 namespace tapeflow::cpu {
@@ -22,11 +21,9 @@ namespace {
 using dnnl::algorithm;
 using dnnl::memory;
 using dnnl::prop_kind;
-
-dnnl::engine& engine() {
-  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
-  return e;
-}
+using onednn::engine;
+using onednn::stream;
+using onednn::sync_threads;
 
 memory::desc plain_desc(const Shape& s) {
   memory::dims dims(s.begin(), s.end()), strides(s.size());
@@ -48,14 +45,6 @@ struct Prims {
   memory src, dst, ws, diff_dst, diff_src;
 };
 
-struct VecHash {
-  size_t operator()(const std::vector<int64_t>& v) const {
-    size_t h = 0;
-    for (int64_t x : v) h = h * 1099511628211ull ^ std::hash<int64_t>()(x);
-    return h;
-  }
-};
-
 /**
  * The cached primitive for pooling `in_shape` with `w`. The training forward
  * (max only) writes its workspace into memory the entry owns.
@@ -67,7 +56,9 @@ Prims& prims(algorithm alg, Pass pass, const PoolWindow& w,
                            config::intra_op_threads()};
   for (const Shape* s : {&in_shape, &w.ksize, &w.strides, &w.pad_lo, &w.pad_hi})
     key.insert(key.end(), s->begin(), s->end());
-  thread_local std::unordered_map<std::vector<int64_t>, Prims, VecHash> cache;
+  thread_local std::unordered_map<std::vector<int64_t>, Prims,
+                                  onednn::Int64sHash>
+      cache;
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;
 
@@ -95,17 +86,6 @@ Prims& prims(algorithm alg, Pass pass, const PoolWindow& w,
     p.diff_src = memory(src, engine(), nullptr);
   }
   return cache.emplace(std::move(key), std::move(p)).first->second;
-}
-
-dnnl::stream& stream() {
-  thread_local dnnl::stream s(engine());
-  return s;
-}
-
-void sync_threads() {
-  // oneDNN reads this thread's OpenMP setting (see matmul.cpp).
-  const int t = config::intra_op_threads();
-  if (omp_get_max_threads() != t) omp_set_num_threads(t);
 }
 
 algorithm avg_alg(bool count_include_pad) {

@@ -7,6 +7,7 @@
 #include "ops/apply.hpp"
 #include "ops/elementwise_ops.hpp"
 #include "ops/nn/conv_ops.hpp"
+#include "ops/nn/layout.hpp"
 #include "tapeflow/ops/math.hpp"
 #include "tapeflow/ops/reduce.hpp"
 #include "tapeflow/ops/shape.hpp"
@@ -78,20 +79,11 @@ Grads ConvGradFilter::vjp(const VjpArgs& a) const {
 namespace nn {
 namespace {
 
-std::string tag(const char* op) {
-  return std::string("[") + op + "] ";
-}
-
-const char* const kFirst[] = {"NCW", "NCHW", "NCDHW"};
-const char* const kLast[] = {"NWC", "NHWC", "NDHWC"};
-
-/** True for the channels-last format of this rank; "NCHW" is the default. */
-bool channels_last(const char* op, int64_t nsp, const std::string& format) {
-  if (format == kFirst[nsp - 1] || format == "NCHW") return false;
-  if (format == kLast[nsp - 1]) return true;
-  throw ValueError(tag(op) + "expected data_format " + kFirst[nsp - 1] +
-                   " or " + kLast[nsp - 1] + ", got " + format);
-}
+using layout::channels_last;
+using layout::shape_to_channels_first;
+using layout::tag;
+using layout::to_channels_first;
+using layout::to_channels_last;
 
 void check_rank(const char* op, const Tensor& t, int64_t rank,
                 const char* what) {
@@ -107,23 +99,6 @@ void check_float(const char* op, const Tensor& t, const char* what) {
                      std::string(dtype_name(t.dtype())));
 }
 
-/** (N, spatial..., C) -> (N, C, spatial...), or the inverse: views. */
-Tensor to_channels_first(const Tensor& x) {
-  std::vector<int64_t> perm{0, x.rank() - 1};
-  for (int64_t i = 1; i + 1 < x.rank(); ++i) perm.push_back(i);
-  return transpose(x, perm);
-}
-Tensor to_channels_last(const Tensor& y) {
-  std::vector<int64_t> perm{0};
-  for (int64_t i = 2; i < y.rank(); ++i) perm.push_back(i);
-  perm.push_back(1);
-  return transpose(y, perm);
-}
-Shape shape_to_channels_first(const Shape& s) {
-  Shape out{s[0], s[s.size() - 1]};
-  for (int64_t i = 1; i + 1 < s.size(); ++i) out.push_back(s[i]);
-  return out;
-}
 /** (k..., I, O) -> (O, I, k...): a view. */
 Tensor filter_to_oi(const Tensor& w) {
   std::vector<int64_t> perm{w.rank() - 1, w.rank() - 2};
@@ -131,21 +106,11 @@ Tensor filter_to_oi(const Tensor& w) {
   return transpose(w, perm);
 }
 
-/** One positive entry per spatial axis from an options list. */
-Shape per_axis(const char* op, const std::vector<int64_t>& v, int64_t nsp,
-               const char* what) {
-  if (!v.empty() && v.size() != 1 && static_cast<int64_t>(v.size()) != nsp)
-    throw ShapeError(tag(op) + "expected " + std::to_string(nsp) + " " + what +
-                     ", got " + std::to_string(v.size()));
-  Shape out;
-  for (int64_t i = 0; i < nsp; ++i) {
-    const int64_t s = v.empty() ? 1 : v[v.size() == 1 ? 0 : i];
-    if (s <= 0)
-      throw ValueError(tag(op) + "expected positive " + what + ", got " +
-                       std::to_string(s));
-    out.push_back(s);
-  }
-  return out;
+/** Strides or dilations: none means 1 on every axis. */
+Shape per_axis_or_ones(const char* op, const std::vector<int64_t>& v,
+                       int64_t nsp, const char* what) {
+  return v.empty() ? Shape(std::vector<int64_t>(nsp, 1))
+                   : layout::per_axis(op, v, nsp, what);
 }
 
 /** Checked attributes for channels-first shapes of x and the filter. */
@@ -153,8 +118,8 @@ ConvAttrs resolve(const char* op, const Shape& x, const Shape& w,
                   const ConvOptions& o, int64_t groups) {
   const int64_t nsp = x.size() - 2;
   ConvAttrs a;
-  a.strides = per_axis(op, o.strides, nsp, "strides");
-  a.dilations = per_axis(op, o.dilations, nsp, "dilations");
+  a.strides = per_axis_or_ones(op, o.strides, nsp, "strides");
+  a.dilations = per_axis_or_ones(op, o.dilations, nsp, "dilations");
   a.groups = groups;
   if (groups <= 0 || x[1] % groups != 0 || w[0] % groups != 0)
     throw ValueError(tag(op) + "expected groups dividing input channels (" +
@@ -172,10 +137,9 @@ ConvAttrs resolve(const char* op, const Shape& x, const Shape& w,
     const int64_t extent = (w[i + 2] - 1) * a.dilations[i] + 1;
     int64_t before = 0, after = 0;
     if (p.mode == "SAME") {
-      const int64_t total =
-          std::max<int64_t>(((in + s - 1) / s - 1) * s + extent - in, 0);
-      before = total / 2;
-      after = total - before;
+      const layout::AxisPads same = layout::same_padding(in, extent, s);
+      before = same.lo;
+      after = same.hi;
     } else if (p.mode == "EXPLICIT") {
       if (static_cast<int64_t>(p.explicit_pads.size()) != 2 * nsp)
         throw ShapeError(tag(op) + "expected " + std::to_string(2 * nsp) +

@@ -2,6 +2,7 @@
 #include <string>
 
 #include "ops/apply.hpp"
+#include "ops/nn/layout.hpp"
 #include "ops/nn/pool_ops.hpp"
 #include "tapeflow/creation.hpp"
 #include "tapeflow/nn/pooling.hpp"
@@ -27,33 +28,6 @@ struct Prepared {
   bool channels_last = false;
 };
 
-std::string list_str(const std::vector<int64_t>& v) {
-  return Shape(v).str();
-}
-
-Shape checked_list(std::vector<int64_t> v, int64_t nd, const char* what,
-                   const std::string& op) {
-  if (static_cast<int64_t>(v.size()) != nd)
-    throw ValueError("[" + op + "] expected " + what + " of " +
-                     std::to_string(nd) + " values, got " + list_str(v));
-  for (int64_t k : v)
-    if (k <= 0)
-      throw ValueError("[" + op + "] expected positive " + what + ", got " +
-                       list_str(v));
-  return Shape(v);
-}
-
-bool channels_last_format(const std::string& f, int64_t nd,
-                          const std::string& op) {
-  static const char* first[] = {"NCW", "NCHW", "NCDHW"};
-  static const char* last[] = {"NWC", "NHWC", "NDHWC"};
-  for (const char* s : first)
-    if (f == s) return false;
-  if (f == last[nd - 1]) return true;
-  throw ValueError("[" + op + "] expected data_format " + first[nd - 1] +
-                   " or " + last[nd - 1] + ", got \"" + f + "\"");
-}
-
 Prepared prepare(const Tensor& x, const nn::PoolOptions& o, int64_t nd,
                  const std::string& op) {
   if (!is_floating(x.dtype()))
@@ -63,26 +37,21 @@ Prepared prepare(const Tensor& x, const nn::PoolOptions& o, int64_t nd,
     throw ShapeError("[" + op + "] expected an input of rank " +
                      std::to_string(nd + 2) + ", got " + x.shape().str());
   Prepared p;
-  p.w.ksize = checked_list(o.ksize, nd, "ksize", op);
-  p.w.strides =
-      checked_list(o.strides.empty() ? o.ksize : o.strides, nd, "strides", op);
+  p.w.ksize = layout::per_axis(op, o.ksize, nd, "ksize");
+  p.w.strides = o.strides.empty()
+                    ? p.w.ksize
+                    : layout::per_axis(op, o.strides, nd, "strides");
   if (o.padding != "VALID" && o.padding != "SAME")
     throw ValueError("[" + op +
                      "] expected padding \"VALID\" or \"SAME\", got \"" +
                      o.padding + "\"");
-  p.channels_last = channels_last_format(o.data_format, nd, op);
-  p.x = x;
-  if (p.channels_last) {
-    std::vector<int64_t> perm{0, nd + 1};
-    for (int64_t i = 1; i <= nd; ++i) perm.push_back(i);
-    p.x = transpose(x, perm);
-  }
+  p.channels_last = layout::channels_last(op, nd, o.data_format);
+  p.x = p.channels_last ? layout::to_channels_first(x) : x;
   for (int64_t i = 0; i < nd; ++i) {
     const int64_t in = p.x.shape()[i + 2], k = p.w.ksize[i], s = p.w.strides[i];
-    int64_t total = 0;
+    layout::AxisPads pads;
     if (o.padding == "SAME") {
-      const int64_t out = (in + s - 1) / s;
-      total = std::max<int64_t>((out - 1) * s + k - in, 0);
+      pads = layout::same_padding(in, k, s);
     } else if (in < k) {
       throw ShapeError("[" + op +
                        "] expected a window no larger than the input with "
@@ -90,19 +59,15 @@ Prepared prepare(const Tensor& x, const nn::PoolOptions& o, int64_t nd,
                        p.w.ksize.str() + " for spatial extents of " +
                        x.shape().str());
     }
-    p.w.pad_lo.push_back(total / 2);
-    p.w.pad_hi.push_back(total - total / 2);
+    p.w.pad_lo.push_back(pads.lo);
+    p.w.pad_hi.push_back(pads.hi);
   }
   return p;
 }
 
 /** (N, C, spatial...) back to the caller's layout. */
 Tensor restore(const Tensor& y, bool channels_last) {
-  if (!channels_last) return y;
-  std::vector<int64_t> perm{0};
-  for (int64_t i = 2; i < y.rank(); ++i) perm.push_back(i);
-  perm.push_back(1);
-  return transpose(y, perm);
+  return channels_last ? layout::to_channels_last(y) : y;
 }
 
 Tensor max_pool(const Tensor& x, const nn::PoolOptions& o, int64_t nd,
