@@ -4,6 +4,7 @@
 // applies Conv or ConvGradInput; the gradient rules of the three ops follow.
 #include "tapeflow/nn/conv.hpp"
 
+#include "core/op_error.hpp"
 #include "ops/apply.hpp"
 #include "ops/elementwise_ops.hpp"
 #include "ops/nn/conv_ops.hpp"
@@ -81,22 +82,21 @@ namespace {
 
 using layout::channels_last;
 using layout::shape_to_channels_first;
-using layout::tag;
 using layout::to_channels_first;
 using layout::to_channels_last;
 
 void check_rank(const char* op, const Tensor& t, int64_t rank,
                 const char* what) {
   if (t.rank() != rank)
-    throw ShapeError(tag(op) + "expected " + what + " of rank " +
-                     std::to_string(rank) + ", got shape " + t.shape().str());
+    throw op_error<ShapeError>(op, "expected ", what, " of rank ", rank,
+                               ", got shape ", t.shape().str());
 }
 
 void check_float(const char* op, const Tensor& t, const char* what) {
   if (!is_floating(t.dtype()))
-    throw DTypeError(tag(op) + "expected " + what +
-                     " of float32 or float64, got " +
-                     std::string(dtype_name(t.dtype())));
+    throw op_error<DTypeError>(op, "expected ", what,
+                               " of float32 or float64, got ",
+                               dtype_name(t.dtype()));
 }
 
 /** (k..., I, O) -> (O, I, k...): a view. */
@@ -122,15 +122,14 @@ ConvAttrs resolve(const char* op, const Shape& x, const Shape& w,
   a.dilations = per_axis_or_ones(op, o.dilations, nsp, "dilations");
   a.groups = groups;
   if (groups <= 0 || x[1] % groups != 0 || w[0] % groups != 0)
-    throw ValueError(tag(op) + "expected groups dividing input channels (" +
-                     std::to_string(x[1]) + ") and filter out-channels (" +
-                     std::to_string(w[0]) + "), got " + std::to_string(groups));
+    throw op_error<ValueError>(op, "expected groups dividing input channels (",
+                               x[1], ") and filter out-channels (", w[0],
+                               "), got ", groups);
   if (x[1] != w[1] * groups)
-    throw ShapeError(tag(op) + "expected input channels " +
-                     std::to_string(x[1]) +
-                     " = filter in-channels * groups, got " +
-                     std::to_string(w[1]) + " * " + std::to_string(groups) +
-                     " (x " + x.str() + ", filter " + w.str() + ")");
+    throw op_error<ShapeError>(op, "expected input channels ", x[1],
+                               " = filter in-channels * groups, got ", w[1],
+                               " * ", groups, " (x ", x.str(), ", filter ",
+                               w.str(), ")");
   const Padding& p = o.padding;
   for (int64_t i = 0; i < nsp; ++i) {
     const int64_t in = x[i + 2], s = a.strides[i];
@@ -142,24 +141,22 @@ ConvAttrs resolve(const char* op, const Shape& x, const Shape& w,
       after = same.hi;
     } else if (p.mode == "EXPLICIT") {
       if (static_cast<int64_t>(p.explicit_pads.size()) != 2 * nsp)
-        throw ShapeError(tag(op) + "expected " + std::to_string(2 * nsp) +
-                         " explicit pads, got " +
-                         std::to_string(p.explicit_pads.size()));
+        throw op_error<ShapeError>(op, "expected ", 2 * nsp,
+                                   " explicit pads, got ",
+                                   p.explicit_pads.size());
       before = p.explicit_pads[2 * i];
       after = p.explicit_pads[2 * i + 1];
       if (before < 0 || after < 0)
-        throw ValueError(tag(op) + "expected non-negative pads, got " +
-                         std::to_string(before) + ", " + std::to_string(after));
+        throw op_error<ValueError>(op, "expected non-negative pads, got ",
+                                   before, ", ", after);
     } else if (p.mode != "VALID") {
-      throw ValueError(tag(op) +
-                       "expected padding SAME, VALID or explicit pads, got " +
-                       p.mode);
+      throw op_error<ValueError>(
+          op, "expected padding SAME, VALID or explicit pads, got ", p.mode);
     }
     if (extent > in + before + after)
-      throw ShapeError(tag(op) + "expected a dilated filter extent <= " +
-                       "padded input along spatial axis " + std::to_string(i) +
-                       ", got " + std::to_string(extent) + " > " +
-                       std::to_string(in + before + after));
+      throw op_error<ShapeError>(op, "expected a dilated filter extent <= ",
+                                 "padded input along spatial axis ", i,
+                                 ", got ", extent, " > ", in + before + after);
     a.pads_before.push_back(before);
     a.pads_after.push_back(after);
   }
@@ -175,9 +172,8 @@ Tensor run_conv(const char* op, const Tensor& x, const Tensor& w,
   auto [xp, wp] = promote_pair(x, w, op);
   if (!bias.defined()) return apply(conv, {xp, wp});
   if (bias.rank() != 1 || bias.shape()[0] != w.shape()[0])
-    throw ShapeError(tag(op) + "expected a bias of shape (" +
-                     std::to_string(w.shape()[0]) + "), got " +
-                     bias.shape().str());
+    throw op_error<ShapeError>(op, "expected a bias of shape (", w.shape()[0],
+                               "), got ", bias.shape().str());
   check_float(op, bias, "bias");
   const Tensor b = bias.dtype() == xp.dtype() ? bias : cast(bias, xp.dtype());
   return apply(conv, {xp, wp, b});
@@ -202,8 +198,8 @@ Tensor conv_transpose_nd(const char* op, int64_t nsp, const Tensor& x,
   check_rank(op, x, nsp + 2, "x");
   check_rank(op, filter, nsp + 2, "filter");
   if (output_shape.size() != nsp + 2)
-    throw ShapeError(tag(op) + "expected output_shape of rank " +
-                     std::to_string(nsp + 2) + ", got " + output_shape.str());
+    throw op_error<ShapeError>(op, "expected output_shape of rank ", nsp + 2,
+                               ", got ", output_shape.str());
   check_float(op, x, "x");
   check_float(op, filter, "filter");
   const bool last = channels_last(op, nsp, o.data_format);
@@ -213,9 +209,9 @@ Tensor conv_transpose_nd(const char* op, int64_t nsp, const Tensor& x,
   const ConvAttrs attrs = resolve(op, out, wc.shape(), o, o.groups);
   const Shape forward = attrs.output_shape(out, wc.shape());
   if (!(forward == xc.shape()))
-    throw ShapeError(tag(op) + "expected x of shape " + forward.str() +
-                     " (channels-first) for output_shape " +
-                     output_shape.str() + ", got " + xc.shape().str());
+    throw op_error<ShapeError>(op, "expected x of shape ", forward.str(),
+                               " (channels-first) for output_shape ",
+                               output_shape.str(), ", got ", xc.shape().str());
   auto [xp, wp] = promote_pair(xc, wc, op);
   const Tensor y = apply(ConvGradInput{attrs, out}, {xp, wp});
   return last ? to_channels_last(y) : y;
@@ -227,13 +223,13 @@ Tensor depthwise_filter(const char* op, int64_t channels, const Tensor& f,
   const Shape& s = f.shape();
   if (last) {
     if (s[2] != channels)
-      throw ShapeError(tag(op) + "expected filter (KH, KW, " +
-                       std::to_string(channels) + ", M), got " + s.str());
+      throw op_error<ShapeError>(op, "expected filter (KH, KW, ", channels,
+                                 ", M), got ", s.str());
     return filter_to_oi(reshape(f, {s[0], s[1], 1, s[2] * s[3]}));
   }
   if (s[1] != 1 || s[0] % channels != 0)
-    throw ShapeError(tag(op) + "expected filter (" + std::to_string(channels) +
-                     " * M, 1, KH, KW), got " + s.str());
+    throw op_error<ShapeError>(op, "expected filter (", channels,
+                               " * M, 1, KH, KW), got ", s.str());
   return f;
 }
 
@@ -300,8 +296,8 @@ Tensor separable_conv2d(const Tensor& x, const Tensor& depthwise_filter,
   const bool one_by_one =
       last ? p[0] == 1 && p[1] == 1 : p[2] == 1 && p[3] == 1;
   if (!one_by_one || p_in != mid)
-    throw ShapeError(tag(op) + "expected a 1x1 pointwise filter with " +
-                     std::to_string(mid) + " in-channels, got " + p.str());
+    throw op_error<ShapeError>(op, "expected a 1x1 pointwise filter with ", mid,
+                               " in-channels, got ", p.str());
   ConvOptions pointwise;
   pointwise.data_format = o.data_format;
   return conv2d(depthwise_conv2d(x, depthwise_filter, o), pointwise_filter,

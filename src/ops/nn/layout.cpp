@@ -3,15 +3,11 @@
 
 #include <algorithm>
 
+#include "core/op_error.hpp"
 #include "tapeflow/core/error.hpp"
 #include "tapeflow/ops/shape.hpp"
 
 namespace tapeflow::layout {
-
-std::string tag(std::string_view op) {
-  std::string s = "[";  // not "[" + std::string(op): GCC 12 -Wrestrict noise
-  return s.append(op).append("] ");
-}
 
 bool channels_last(std::string_view op, int64_t nsp,
                    const std::string& format) {
@@ -19,8 +15,8 @@ bool channels_last(std::string_view op, int64_t nsp,
   static const char* const last[] = {"NWC", "NHWC", "NDHWC"};
   if (format == first[nsp - 1] || format == "NCHW") return false;
   if (format == last[nsp - 1]) return true;
-  throw ValueError(tag(op) + "expected data_format " + first[nsp - 1] + " or " +
-                   last[nsp - 1] + ", got \"" + format + "\"");
+  throw op_error<ValueError>(op, "expected data_format ", first[nsp - 1],
+                             " or ", last[nsp - 1], ", got \"", format, "\"");
 }
 
 Tensor to_channels_first(const Tensor& x) {
@@ -58,14 +54,14 @@ Shape per_axis(std::string_view op, const std::vector<int64_t>& values,
                int64_t nsp, const char* what) {
   const int64_t n = static_cast<int64_t>(values.size());
   if (n != 1 && n != nsp)
-    throw ValueError(
-        tag(op) + "expected " + what + " of 1" +
-        (nsp == 1 ? " value" : " or " + std::to_string(nsp) + " values") +
-        ", got " + list_str(values));
+    throw op_error<ValueError>(
+        op, "expected ", what, " of 1",
+        (nsp == 1 ? " value" : " or " + std::to_string(nsp) + " values"),
+        ", got ", list_str(values));
   if (std::any_of(values.begin(), values.end(),
                   [](int64_t v) { return v <= 0; }))
-    throw ValueError(tag(op) + "expected positive " + what + ", got " +
-                     list_str(values));
+    throw op_error<ValueError>(op, "expected positive ", what, ", got ",
+                               list_str(values));
   return n == nsp ? Shape(values) : Shape(std::vector<int64_t>(nsp, values[0]));
 }
 

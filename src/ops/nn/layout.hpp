@@ -12,9 +12,6 @@
 
 namespace tapeflow::layout {
 
-/** "[op] ", the prefix of every error message. */
-std::string tag(std::string_view op);
-
 /**
  * True for the channels-last format of `nsp` spatial axes (NWC, NHWC,
  * NDHWC), false for the channels-first one (NCW, NCHW, NCDHW) and for

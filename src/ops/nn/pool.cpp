@@ -1,6 +1,7 @@
 // Pooling: option checks, layouts, public functions and gradient rules.
 #include <string>
 
+#include "core/op_error.hpp"
 #include "ops/apply.hpp"
 #include "ops/nn/layout.hpp"
 #include "ops/nn/pool_ops.hpp"
@@ -31,20 +32,19 @@ struct Prepared {
 Prepared prepare(const Tensor& x, const nn::PoolOptions& o, int64_t nd,
                  const std::string& op) {
   if (!is_floating(x.dtype()))
-    throw DTypeError("[" + op + "] expected float32 or float64, got " +
-                     std::string(dtype_name(x.dtype())));
+    throw op_error<DTypeError>(op, "expected float32 or float64, got ",
+                               dtype_name(x.dtype()));
   if (x.rank() != nd + 2)
-    throw ShapeError("[" + op + "] expected an input of rank " +
-                     std::to_string(nd + 2) + ", got " + x.shape().str());
+    throw op_error<ShapeError>(op, "expected an input of rank ", nd + 2,
+                               ", got ", x.shape().str());
   Prepared p;
   p.w.ksize = layout::per_axis(op, o.ksize, nd, "ksize");
   p.w.strides = o.strides.empty()
                     ? p.w.ksize
                     : layout::per_axis(op, o.strides, nd, "strides");
   if (o.padding != "VALID" && o.padding != "SAME")
-    throw ValueError("[" + op +
-                     "] expected padding \"VALID\" or \"SAME\", got \"" +
-                     o.padding + "\"");
+    throw op_error<ValueError>(
+        op, "expected padding \"VALID\" or \"SAME\", got \"", o.padding, "\"");
   p.channels_last = layout::channels_last(op, nd, o.data_format);
   p.x = p.channels_last ? layout::to_channels_first(x) : x;
   for (int64_t i = 0; i < nd; ++i) {
@@ -53,11 +53,11 @@ Prepared prepare(const Tensor& x, const nn::PoolOptions& o, int64_t nd,
     if (o.padding == "SAME") {
       pads = layout::same_padding(in, k, s);
     } else if (in < k) {
-      throw ShapeError("[" + op +
-                       "] expected a window no larger than the input with "
-                       "VALID padding, got ksize " +
-                       p.w.ksize.str() + " for spatial extents of " +
-                       x.shape().str());
+      throw op_error<ShapeError>(
+          op,
+          "expected a window no larger than the input with "
+          "VALID padding, got ksize ",
+          p.w.ksize.str(), " for spatial extents of ", x.shape().str());
     }
     p.w.pad_lo.push_back(pads.lo);
     p.w.pad_hi.push_back(pads.hi);
