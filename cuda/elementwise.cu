@@ -72,7 +72,7 @@ void binary(const Tensor& x, const Tensor& y, Tensor& out, F f) {
 }
 
 template <class Op, class F>
-void floating_unary(const Op&, Inputs in, Outputs outs) {
+void floating_unary(const Op&, Inputs in, const Outputs& outs) {
   Tensor& out = outs[0];
   dispatch_floating(in[0].dtype(), Op::name, [&](auto tag) {
     using T = decltype(tag);
@@ -80,20 +80,20 @@ void floating_unary(const Op&, Inputs in, Outputs outs) {
   });
 }
 template <class Op, class F>
-void numeric_unary(const Op&, Inputs in, Outputs outs) {
+void numeric_unary(const Op&, Inputs in, const Outputs& outs) {
   Tensor& out = outs[0];
   dispatch_numeric(in[0].dtype(), Op::name, [&](auto tag) {
     using T = decltype(tag);
     unary<T, T>(in[0], out, F{});
   });
 }
-void logical_not(const LogicalNot&, Inputs in, Outputs outs) {
+void logical_not(const LogicalNot&, Inputs in, const Outputs& outs) {
   Tensor& out = outs[0];
   unary<uint8_t, uint8_t>(in[0], out, NotF{});
 }
 
 template <class Op, class F>
-void arithmetic(const Op&, Inputs in, Outputs outs) {
+void arithmetic(const Op&, Inputs in, const Outputs& outs) {
   Tensor& out = outs[0];
   dispatch_numeric(in[0].dtype(), Op::name, [&](auto tag) {
     using T = decltype(tag);
@@ -101,7 +101,7 @@ void arithmetic(const Op&, Inputs in, Outputs outs) {
   });
 }
 template <class Op, class F>
-void floating_binary(const Op&, Inputs in, Outputs outs) {
+void floating_binary(const Op&, Inputs in, const Outputs& outs) {
   Tensor& out = outs[0];
   dispatch_floating(in[0].dtype(), Op::name, [&](auto tag) {
     using T = decltype(tag);
@@ -109,19 +109,19 @@ void floating_binary(const Op&, Inputs in, Outputs outs) {
   });
 }
 template <class Op, class F>
-void compare(const Op&, Inputs in, Outputs outs) {
+void compare(const Op&, Inputs in, const Outputs& outs) {
   Tensor& out = outs[0];
   dispatch_all(in[0].dtype(), [&](auto tag) {
     binary<uint8_t, decltype(tag)>(in[0], in[1], out, F{});
   });
 }
 template <class Op, class F>
-void logical(const Op&, Inputs in, Outputs outs) {
+void logical(const Op&, Inputs in, const Outputs& outs) {
   Tensor& out = outs[0];
   binary<uint8_t, uint8_t>(in[0], in[1], out, F{});
 }
 
-void where(const Where&, Inputs in, Outputs outs) {
+void where(const Where&, Inputs in, const Outputs& outs) {
   Tensor& out = outs[0];
   dispatch_all(in[1].dtype(), [&](auto tag) {
     using T = decltype(tag);
@@ -131,7 +131,7 @@ void where(const Where&, Inputs in, Outputs outs) {
   });
 }
 
-void cast(const Cast&, Inputs in, Outputs outs) {
+void cast(const Cast&, Inputs in, const Outputs& outs) {
   Tensor& out = outs[0];
   dispatch_all(in[0].dtype(), [&](auto from) {
     dispatch_all(out.dtype(), [&](auto to) {
@@ -143,7 +143,7 @@ void cast(const Cast&, Inputs in, Outputs outs) {
   });
 }
 
-void full(const Full& op, Inputs, Outputs outs) {
+void full(const Full& op, Inputs, const Outputs& outs) {
   Tensor& out = outs[0];
   dispatch_all(out.dtype(), [&](auto tag) {
     using T = decltype(tag);

@@ -51,7 +51,7 @@ Operand operand(const Tensor& input, const Shape& batch) {
           batch_stride};
 }
 
-void matmul(const MatMul&, Inputs in, Outputs outs) {
+void matmul(const MatMul&, Inputs in, const Outputs& outs) {
   Tensor& out = outs[0];
   if (out.numel() == 0) return;
   const int64_t r = out.rank();

@@ -139,7 +139,7 @@ void run(const ReduceOp& op, const Tensor& x, Tensor& out, T identity) {
 }
 
 template <class R, class Op, class Identity>
-void reduce(const Op& op, Inputs in, Outputs outs) {
+void reduce(const Op& op, Inputs in, const Outputs& outs) {
   Tensor& out = outs[0];
   dispatch_numeric(in[0].dtype(), Op::name, [&](auto tag) {
     using T = decltype(tag);

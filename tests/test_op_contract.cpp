@@ -39,7 +39,7 @@ struct TwoAndMask {
     return {g};
   }
 };
-void two_and_mask(const TwoAndMask&, Inputs in, Outputs out) {
+void two_and_mask(const TwoAndMask&, Inputs in, const Outputs& out) {
   const auto x = in[0].to_vector<double>();
   std::vector<double> twice, square;
   std::vector<int32_t> mask;
@@ -71,7 +71,7 @@ struct Doubler {
     return {2.0 * a.grad};
   }
 };
-void doubler(const Doubler&, Inputs in, Outputs out) {
+void doubler(const Doubler&, Inputs in, const Outputs& out) {
   tpf::write_into(out[0], 2.0 * in[0], "test");
   if (out.keeps_payload()) {
     auto note = std::make_shared<const Note>(7);
@@ -87,7 +87,7 @@ struct ReadsUnsaved {
   TensorSpec infer(Inputs in) const { return {in[0].shape(), in[0].dtype()}; }
   Grads vjp(const VjpArgs& a) const { return {a.grad * a.x(0)}; }
 };
-void copy_input(const ReadsUnsaved&, Inputs in, Outputs out) {
+void copy_input(const ReadsUnsaved&, Inputs in, const Outputs& out) {
   tpf::write_into(out[0], in[0], "test");
 }
 

@@ -2,6 +2,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "autograd/node_pool.hpp"
@@ -119,15 +120,19 @@ class Node {
  */
 template <class Op>
 class OpNode final : public Node {
+  static constexpr bool kInputs = (Op::save & kSaveInputs) != 0;
+  static constexpr bool kOutputs = (Op::save & kSaveOutput) != 0;
+  struct Nothing {};
+
  public:
   OpNode(const Op& op, std::span<const Tensor> in, std::span<const Tensor> out,
-         PayloadPtr payload)
-      : op_(op), payload_(std::move(payload)) {
+         const PayloadPtr& payload)
+      : op_(op), payload_(payload) {
     for (const Tensor& t : in) {
       input_specs.push_back({t.shape(), t.dtype(), t.device()});
-      if constexpr ((Op::save & kSaveInputs) != 0) saved_inputs_.push_back(t);
+      if constexpr (kInputs) saved_inputs_.push_back(t);
     }
-    if constexpr ((Op::save & kSaveOutput) != 0)
+    if constexpr (kOutputs)
       for (size_t i = 0; i < out.size(); ++i)
         saved_outputs_.push_back((saved_outputs_of<Op>() >> i) & 1u ? out[i]
                                                                     : Tensor());
@@ -136,16 +141,28 @@ class OpNode final : public Node {
   std::vector<Tensor> backward(std::span<const Tensor> grads,
                                uint32_t needs) const override {
     const VjpArgs args(
-        Op::name, Op::save, {saved_inputs_.begin(), saved_inputs_.size()},
-        {saved_outputs_.begin(), saved_outputs_.size()}, grads,
+        Op::name, Op::save, saved(saved_inputs_), saved(saved_outputs_), grads,
         {input_specs.begin(), input_specs.size()}, needs, payload_);
     return op_.vjp(args);
   }
 
  private:
+  template <class V>
+  static std::span<const Tensor> saved(const V& v) {
+    if constexpr (std::is_same_v<V, Nothing>)
+      return {};
+    else
+      return {v.begin(), v.size()};
+  }
+
   Op op_;
-  SmallVector<Tensor, 2> saved_inputs_;
-  SmallVector<Tensor, 1> saved_outputs_;
+  // Only what the op saves takes room and time in its node.
+  [[no_unique_address]] std::conditional_t<kInputs, SmallVector<Tensor, 2>,
+                                           Nothing>
+      saved_inputs_;
+  [[no_unique_address]] std::conditional_t<kOutputs, SmallVector<Tensor, 1>,
+                                           Nothing>
+      saved_outputs_;
   PayloadPtr payload_;
 };
 
@@ -164,13 +181,14 @@ class NodeFactory {
 
 /**
  * Number of tapes recording on this thread right now (0 = fast path). The
- * initial-exec model makes reading it a plain load; nvcc, which compiles no
- * op path, does not accept the attribute on a declaration.
+ * initial-exec model and constinit (no thread-local init wrapper to call)
+ * make reading it a plain load; nvcc, which compiles no op path, does not
+ * accept the attribute on a declaration.
  */
 #ifdef __CUDACC__
 extern thread_local int g_recording_tapes;
 #else
-extern thread_local int g_recording_tapes
+extern constinit thread_local int g_recording_tapes
     __attribute__((tls_model("initial-exec")));
 #endif
 
@@ -184,7 +202,7 @@ void record_node(std::span<const Tensor> in, std::span<const Tensor> out,
 /** Records `op` if some tape on this thread is recording. */
 template <class Op>
 inline void record(const Op& op, std::span<const Tensor> in,
-                   std::span<const Tensor> out, PayloadPtr&& payload) {
+                   std::span<const Tensor> out, const PayloadPtr& payload) {
   if constexpr (requires(const Op& o, const VjpArgs& a) { o.vjp(a); }) {
     if (g_recording_tapes == 0) return;
     bool floating = false;
@@ -192,7 +210,7 @@ inline void record(const Op& op, std::span<const Tensor> in,
     if (!floating) return;  // integer results carry no gradient
     auto make = [&] {
       return std::shared_ptr<Node>(std::allocate_shared<OpNode<Op>>(
-          NodeAllocator<OpNode<Op>>(), op, in, out, std::move(payload)));
+          NodeAllocator<OpNode<Op>>(), op, in, out, payload));
     };
     record_node(in, out, NodeFactory(make));
   }

@@ -16,8 +16,8 @@ NodePool::Lists& NodePool::local() {
   return lists;
 }
 
-thread_local int g_recording_tapes __attribute__((tls_model("initial-exec"))) =
-    0;
+constinit thread_local int g_recording_tapes
+    __attribute__((tls_model("initial-exec"))) = 0;
 
 namespace {
 

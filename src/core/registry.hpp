@@ -35,7 +35,7 @@ class Outputs {
 /** A kernel fills the preallocated outputs from `in` for one op on one device.
  */
 template <class Op>
-using Kernel = void (*)(const Op& op, Inputs in, Outputs out);
+using Kernel = void (*)(const Op& op, Inputs in, const Outputs& out);
 
 /** One table per op type: a kernel (and its backend's name) per device. */
 template <class Op>

@@ -111,7 +111,7 @@ void channel_moments(const Tensor& x_in, Tensor& mean, Tensor& variance) {
   });
 }
 
-void batch_moments_direct(const BatchMoments&, Inputs in, Outputs out) {
+void batch_moments_direct(const BatchMoments&, Inputs in, const Outputs& out) {
   channel_moments(in[0], out[0], out[1]);
 }
 

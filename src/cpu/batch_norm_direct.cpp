@@ -91,7 +91,8 @@ void affine_row(T* out, const T* u, const T* v, int64_t n, T a, T b, T c,
 
 }  // namespace
 
-void batch_norm_direct(const FusedBatchNorm& op, Inputs in, Outputs outs) {
+void batch_norm_direct(const FusedBatchNorm& op, Inputs in,
+                       const Outputs& outs) {
   Tensor& out = outs[0];
   const Tensor x = materialize(in[0]), scale = materialize(in[1]),
                offset = materialize(in[2]);
@@ -128,7 +129,8 @@ void batch_norm_direct(const FusedBatchNorm& op, Inputs in, Outputs outs) {
   });
 }
 
-void batch_norm_grad_direct(const BatchNormGrad& op, Inputs in, Outputs outs) {
+void batch_norm_grad_direct(const BatchNormGrad& op, Inputs in,
+                            const Outputs& outs) {
   const Tensor x = materialize(in[0]), dy = materialize(in[1]),
                scale = materialize(in[2]), mean = materialize(in[3]),
                var = materialize(in[4]);

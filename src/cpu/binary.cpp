@@ -7,7 +7,7 @@ namespace tapeflow::cpu {
 namespace {
 
 template <class Op, class F>
-void arithmetic(const Op&, Inputs in, Outputs outs) {
+void arithmetic(const Op&, Inputs in, const Outputs& outs) {
   Tensor& out = outs[0];
   dispatch_numeric(in[0].dtype(), Op::name, [&](auto tag) {
     using T = decltype(tag);
@@ -15,7 +15,7 @@ void arithmetic(const Op&, Inputs in, Outputs outs) {
   });
 }
 template <class Op, class F>
-void floating(const Op&, Inputs in, Outputs outs) {
+void floating(const Op&, Inputs in, const Outputs& outs) {
   Tensor& out = outs[0];
   dispatch_floating(in[0].dtype(), Op::name, [&](auto tag) {
     using T = decltype(tag);
@@ -23,19 +23,19 @@ void floating(const Op&, Inputs in, Outputs outs) {
   });
 }
 template <class Op, class F>
-void compare(const Op&, Inputs in, Outputs outs) {
+void compare(const Op&, Inputs in, const Outputs& outs) {
   Tensor& out = outs[0];
   dispatch_all(in[0].dtype(), [&](auto tag) {
     binary_kernel<decltype(tag), uint8_t>(in[0], in[1], out, F{});
   });
 }
 template <class Op, class F>
-void logical(const Op&, Inputs in, Outputs outs) {
+void logical(const Op&, Inputs in, const Outputs& outs) {
   Tensor& out = outs[0];
   binary_kernel<uint8_t, uint8_t>(in[0], in[1], out, F{});
 }
 
-void where(const Where&, Inputs in, Outputs outs) {
+void where(const Where&, Inputs in, const Outputs& outs) {
   Tensor& out = outs[0];
   dispatch_all(in[1].dtype(), [&](auto tag) {
     using T = decltype(tag);

@@ -20,7 +20,7 @@ To convert(From v) {
 }
 
 /** Strided copy with conversion; out may itself be a strided view. */
-void cast(const Cast&, Inputs in, Outputs outs) {
+void cast(const Cast&, Inputs in, const Outputs& outs) {
   Tensor& out = outs[0];
   dispatch_all(in[0].dtype(), [&](auto from) {
     dispatch_all(out.dtype(), [&](auto to) {
@@ -44,7 +44,7 @@ void cast(const Cast&, Inputs in, Outputs outs) {
   });
 }
 
-void full(const Full& op, Inputs, Outputs outs) {
+void full(const Full& op, Inputs, const Outputs& outs) {
   Tensor& out = outs[0];
   dispatch_all(out.dtype(), [&](auto tag) {
     using T = decltype(tag);
@@ -151,7 +151,7 @@ void fill_random(Tensor& out, uint64_t seed, uint64_t offset, Gen gen) {
   });
 }
 
-void random_uniform(const RandomUniform& op, Inputs, Outputs outs) {
+void random_uniform(const RandomUniform& op, Inputs, const Outputs& outs) {
   Tensor& out = outs[0];
   const double lo = op.lo, span = op.hi - op.lo;
   fill_random(out, op.seed, op.offset, [lo, span](const auto& w, auto tag) {
@@ -162,7 +162,7 @@ void random_uniform(const RandomUniform& op, Inputs, Outputs outs) {
   });
 }
 
-void random_normal(const RandomNormal& op, Inputs, Outputs outs) {
+void random_normal(const RandomNormal& op, Inputs, const Outputs& outs) {
   Tensor& out = outs[0];
   fill_random(out, op.seed, op.offset, [&](const auto& w, auto) {
     // Box-Muller; 1 - u keeps the logarithm's argument in (0, 1].

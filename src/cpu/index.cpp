@@ -41,13 +41,13 @@ Tensor region(const Tensor& out, const Shape& begin, const Shape& shape) {
   return make_view(out, shape, out.strides(), offset);
 }
 
-void slice_grad(const SliceGrad& op, Inputs in, Outputs outs) {
+void slice_grad(const SliceGrad& op, Inputs in, const Outputs& outs) {
   Tensor& out = outs[0];
   zero(out);
   copy_into(in[0], region(out, op.begin, in[0].shape()));
 }
 
-void concat(const Concat& op, Inputs in, Outputs outs) {
+void concat(const Concat& op, Inputs in, const Outputs& outs) {
   Tensor& out = outs[0];
   Shape begin;
   begin.resize(out.rank());
@@ -81,7 +81,7 @@ Blocks blocks_of(const Shape& s, int64_t axis) {
   return b;
 }
 
-void gather(const Gather& op, Inputs in, Outputs outs) {
+void gather(const Gather& op, Inputs in, const Outputs& outs) {
   Tensor& out = outs[0];
   const Tensor p = materialize(in[0]);
   const Blocks b = blocks_of(p.shape(), op.axis);
@@ -101,7 +101,7 @@ void gather(const Gather& op, Inputs in, Outputs outs) {
       });
 }
 
-void gather_grad(const GatherGrad& op, Inputs in, Outputs outs) {
+void gather_grad(const GatherGrad& op, Inputs in, const Outputs& outs) {
   Tensor& out = outs[0];
   const Tensor g = materialize(in[1]);
   const Blocks b = blocks_of(op.params_shape, op.axis);
@@ -125,7 +125,7 @@ void gather_grad(const GatherGrad& op, Inputs in, Outputs outs) {
   });
 }
 
-void one_hot(const OneHot& op, Inputs in, Outputs outs) {
+void one_hot(const OneHot& op, Inputs in, const Outputs& outs) {
   Tensor& out = outs[0];
   const std::vector<int64_t> idx = in[0].to_vector<int64_t>();
   dispatch_all(out.dtype(), [&](auto tag) {

@@ -27,7 +27,7 @@ void for_each_matrix(const Tensor& input, Fn&& fn) {
        n);
 }
 
-void inverse(const MatrixInverse& op, Inputs in, Outputs outs) {
+void inverse(const MatrixInverse& op, Inputs in, const Outputs& outs) {
   Tensor& out = outs[0];
   dispatch_floating(in[0].dtype(), op.name, [&](auto tag) {
     using T = decltype(tag);
@@ -48,7 +48,7 @@ void inverse(const MatrixInverse& op, Inputs in, Outputs outs) {
   });
 }
 
-void determinant(const MatrixDeterminant& op, Inputs in, Outputs outs) {
+void determinant(const MatrixDeterminant& op, Inputs in, const Outputs& outs) {
   Tensor& out = outs[0];
   dispatch_floating(in[0].dtype(), op.name, [&](auto tag) {
     using T = decltype(tag);

@@ -7,12 +7,16 @@
 
 namespace tapeflow::cpu {
 
-void max_pool_direct(const MaxPool& op, Inputs in, Outputs outs);
-void avg_pool_direct(const AvgPool& op, Inputs in, Outputs outs);
-void max_pool_scatter_direct(const MaxPoolScatter& op, Inputs in, Outputs outs);
-void max_pool_gather_direct(const MaxPoolGather& op, Inputs in, Outputs outs);
-void avg_pool_grad_direct(const AvgPoolGrad& op, Inputs in, Outputs outs);
-void max_pool_argmax_direct(const MaxPoolArgmax& op, Inputs in, Outputs outs);
+void max_pool_direct(const MaxPool& op, Inputs in, const Outputs& outs);
+void avg_pool_direct(const AvgPool& op, Inputs in, const Outputs& outs);
+void max_pool_scatter_direct(const MaxPoolScatter& op, Inputs in,
+                             const Outputs& outs);
+void max_pool_gather_direct(const MaxPoolGather& op, Inputs in,
+                            const Outputs& outs);
+void avg_pool_grad_direct(const AvgPoolGrad& op, Inputs in,
+                          const Outputs& outs);
+void max_pool_argmax_direct(const MaxPoolArgmax& op, Inputs in,
+                            const Outputs& outs);
 
 /** float32 2x2/2 max pooling without padding, x of `shape` (N, C, H, W)
  * (max_pool_2x2.cpp); the forward's workspace may be null. */
@@ -23,10 +27,13 @@ void max_pool_2x2_scatter(const float* dy, const int32_t* ws, float* dx,
 void max_pool_2x2_gather(const float* gx, const int32_t* ws, float* y,
                          const Shape& shape);
 
-void batch_norm_direct(const FusedBatchNorm& op, Inputs in, Outputs outs);
+void batch_norm_direct(const FusedBatchNorm& op, Inputs in,
+                       const Outputs& outs);
 /** Per-channel mean and biased variance of x (N, C, ...), one pass. */
 void channel_moments(const Tensor& x, Tensor& mean, Tensor& variance);
-void batch_moments_direct(const BatchMoments& op, Inputs in, Outputs outs);
-void batch_norm_grad_direct(const BatchNormGrad& op, Inputs in, Outputs outs);
+void batch_moments_direct(const BatchMoments& op, Inputs in,
+                          const Outputs& outs);
+void batch_norm_grad_direct(const BatchNormGrad& op, Inputs in,
+                            const Outputs& outs);
 
 }  // namespace tapeflow::cpu

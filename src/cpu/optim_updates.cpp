@@ -33,7 +33,8 @@ void store(T* p, const V& v) {
     v.store_unaligned(p);
 }
 
-void gradient_descent(const ApplyGradientDescent& op, Inputs in, Outputs) {
+void gradient_descent(const ApplyGradientDescent& op, Inputs in,
+                      const Outputs&) {
   dispatch_floating(in[0].dtype(), op.name, [&](auto tag) {
     using T = decltype(tag);
     T* w = in[0].data<T>();
@@ -45,7 +46,7 @@ void gradient_descent(const ApplyGradientDescent& op, Inputs in, Outputs) {
   });
 }
 
-void adam(const ApplyAdam& op, Inputs in, Outputs) {
+void adam(const ApplyAdam& op, Inputs in, const Outputs&) {
   dispatch_floating(in[0].dtype(), op.name, [&](auto tag) {
     using T = decltype(tag);
     T* w = in[0].data<T>();

@@ -125,7 +125,7 @@ void spread_window(const Geo& g, T* plane, const Window& w, T v) {
 
 }  // namespace
 
-void max_pool_direct(const MaxPool& op, Inputs in, Outputs outs) {
+void max_pool_direct(const MaxPool& op, Inputs in, const Outputs& outs) {
   Tensor& out = outs[0];
   const Tensor x = materialize(in[0]);
   const Geo g = geometry(op.w, x.shape());
@@ -144,7 +144,8 @@ void max_pool_direct(const MaxPool& op, Inputs in, Outputs outs) {
   });
 }
 
-void max_pool_argmax_direct(const MaxPoolArgmax& op, Inputs in, Outputs outs) {
+void max_pool_argmax_direct(const MaxPoolArgmax& op, Inputs in,
+                            const Outputs& outs) {
   const Tensor ws = materialize(in[0]);
   const Geo g = geometry(op.w, op.input_shape);
   const int64_t channels = op.input_shape[1];
@@ -159,7 +160,7 @@ void max_pool_argmax_direct(const MaxPoolArgmax& op, Inputs in, Outputs outs) {
   });
 }
 
-void avg_pool_direct(const AvgPool& op, Inputs in, Outputs outs) {
+void avg_pool_direct(const AvgPool& op, Inputs in, const Outputs& outs) {
   Tensor& out = outs[0];
   const Tensor x = materialize(in[0]);
   const Geo g = geometry(op.w, x.shape());
@@ -177,7 +178,7 @@ void avg_pool_direct(const AvgPool& op, Inputs in, Outputs outs) {
 }
 
 void max_pool_scatter_direct(const MaxPoolScatter& op, Inputs in,
-                             Outputs outs) {
+                             const Outputs& outs) {
   Tensor& out = outs[0];
   const Tensor dy = materialize(in[0]), ws = materialize(in[1]);
   const Geo g = geometry(op.w, op.input_shape);
@@ -194,7 +195,8 @@ void max_pool_scatter_direct(const MaxPoolScatter& op, Inputs in,
   });
 }
 
-void max_pool_gather_direct(const MaxPoolGather& op, Inputs in, Outputs outs) {
+void max_pool_gather_direct(const MaxPoolGather& op, Inputs in,
+                            const Outputs& outs) {
   Tensor& out = outs[0];
   const Tensor gx = materialize(in[0]), ws = materialize(in[1]);
   const Geo g = geometry(op.w, gx.shape());
@@ -210,7 +212,8 @@ void max_pool_gather_direct(const MaxPoolGather& op, Inputs in, Outputs outs) {
   });
 }
 
-void avg_pool_grad_direct(const AvgPoolGrad& op, Inputs in, Outputs outs) {
+void avg_pool_grad_direct(const AvgPoolGrad& op, Inputs in,
+                          const Outputs& outs) {
   Tensor& out = outs[0];
   const Tensor dy = materialize(in[0]);
   const Geo g = geometry(op.w, op.input_shape);

@@ -226,7 +226,7 @@ void reduce_kernel(const ReduceOp& op, const Tensor& input, Tensor& out) {
 }
 
 template <template <class> class R, class Op>
-void reduce(const Op& op, Inputs in, Outputs outs) {
+void reduce(const Op& op, Inputs in, const Outputs& outs) {
   Tensor& out = outs[0];
   dispatch_numeric(in[0].dtype(), Op::name, [&](auto tag) {
     using T = decltype(tag);
@@ -235,7 +235,7 @@ void reduce(const Op& op, Inputs in, Outputs outs) {
 }
 
 template <class Better, class Op>
-void arg_reduce(const Op& op, Inputs in, Outputs outs) {
+void arg_reduce(const Op& op, Inputs in, const Outputs& outs) {
   Tensor& out = outs[0];
   const Tensor& x = in[0];
   if (x.shape()[op.axis] == 0)

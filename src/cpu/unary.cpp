@@ -8,14 +8,14 @@ namespace {
 
 /** Kernel for a float-only unary op computing f on scalars and batches. */
 template <class Op, class F>
-void floating_kernel(const Op&, Inputs in, Outputs out) {
+void floating_kernel(const Op&, Inputs in, const Outputs& out) {
   dispatch_floating(in[0].dtype(), Op::name, [&](auto tag) {
     unary_kernel<decltype(tag)>(in[0], out[0], F{});
   });
 }
 /** Kernel for a unary op on any numeric dtype. */
 template <class Op, class F>
-void numeric_kernel(const Op&, Inputs in, Outputs out) {
+void numeric_kernel(const Op&, Inputs in, const Outputs& out) {
   dispatch_numeric(in[0].dtype(), Op::name, [&](auto tag) {
     unary_kernel<decltype(tag)>(in[0], out[0], F{});
   });
@@ -30,7 +30,7 @@ template <class Op, class F>
 constexpr Kernel<Op> numeric(F) {
   return numeric_kernel<Op, F>;
 }
-void logical_not(const LogicalNot&, Inputs in, Outputs out) {
+void logical_not(const LogicalNot&, Inputs in, const Outputs& out) {
   unary_kernel<uint8_t>(in[0], out[0], NotF{});
 }
 

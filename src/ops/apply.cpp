@@ -25,7 +25,7 @@ void throw_no_kernel(const char* op, Device device) {
 }
 
 void run_soft_placed(const char* op, Inputs in, Device device,
-                     const std::function<void(Inputs, Outputs)>& cpu_run,
+                     const std::function<void(Inputs, const Outputs&)>& cpu_run,
                      std::span<const autograd::TensorSpec> specs,
                      std::span<Tensor> out) {
   if (!config::soft_placement()) throw_no_kernel(op, device);

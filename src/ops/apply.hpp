@@ -20,7 +20,7 @@ Device common_device(const char* op, Inputs in);
  * copies that no later pass sees again.
  */
 void run_soft_placed(const char* op, Inputs in, Device device,
-                     const std::function<void(Inputs, Outputs)>& cpu_run,
+                     const std::function<void(Inputs, const Outputs&)>& cpu_run,
                      std::span<const autograd::TensorSpec> specs,
                      std::span<Tensor> out);
 [[noreturn]] void throw_no_kernel(const char* op, Device device);
@@ -57,13 +57,28 @@ struct Kept {
 
 namespace detail {
 
-template <class Op>
-std::array<autograd::TensorSpec, num_outputs<Op>> output_specs(const Op& op,
-                                                               Inputs in) {
-  if constexpr (num_outputs<Op> == 1)
-    return {op.infer(in)};
-  else
-    return op.infer(in);
+/** The specs `infer` returned, as a span (one spec or an array of them). */
+inline std::span<const autograd::TensorSpec> spec_span(
+    const autograd::TensorSpec& spec) {
+  return {&spec, 1};
+}
+template <size_t N>
+std::span<const autograd::TensorSpec> spec_span(
+    const std::array<autograd::TensorSpec, N>& specs) {
+  return specs;
+}
+
+/**
+ * The path of every computing op: device check, shape/dtype inference (errors
+ * before any kernel runs), allocation, the device's kernel, tape recording.
+ * The kernel may leave a payload when `keep` is given (the caller wants it)
+ * or a tape records (its node keeps it).
+ */
+/** Fresh outputs of `specs` on `device`, each constructed in place. */
+template <size_t N, size_t... I>
+std::array<Tensor, N> allocate(std::span<const autograd::TensorSpec> specs,
+                               Device device, std::index_sequence<I...>) {
+  return {empty_tensor(specs[I].shape, specs[I].dtype, device)...};
 }
 
 /**
@@ -75,28 +90,30 @@ std::array<autograd::TensorSpec, num_outputs<Op>> output_specs(const Op& op,
 template <class Op>
 OpResult<Op> run(Device device, const Op& op, Inputs in, PayloadPtr* keep) {
   constexpr size_t n = num_outputs<Op>;
-  const auto specs = output_specs(op, in);
-  std::array<Tensor, n> out;
-  PayloadPtr payload;
-  PayloadPtr* slot =
-      keep ? keep : (autograd::g_recording_tapes > 0 ? &payload : nullptr);
-  if (Kernel<Op> kernel = find_kernel<Op>(device)) [[likely]] {
-    for (size_t i = 0; i < n; ++i)
-      out[i] = empty_tensor(specs[i].shape, specs[i].dtype, device);
+  const auto inferred = op.infer(in);
+  const std::span<const autograd::TensorSpec> specs = spec_span(inferred);
+  const bool recording = autograd::g_recording_tapes != 0;
+  PayloadPtr left;
+  PayloadPtr* slot = keep ? keep : (recording ? &left : nullptr);
+  const Kernel<Op> kernel = find_kernel<Op>(device);
+  std::array<Tensor, n> out =
+      kernel ? allocate<n>(specs, device, std::make_index_sequence<n>())
+             : std::array<Tensor, n>{};
+  if (kernel) [[likely]] {
     kernel(op, in, Outputs(out, slot));
   } else {
     Kernel<Op> cpu = KernelTable<Op>::kernels[0];
     if (!cpu) throw_no_kernel(Op::name, device);
     run_soft_placed(
         Op::name, in, device,
-        [&](Inputs host_in, Outputs host_out) {
+        [&](Inputs host_in, const Outputs& host_out) {
           log_placement(Op::name, Device::cpu(), KernelTable<Op>::backends[0],
                         true);
           cpu(op, host_in, host_out);
         },
         specs, out);
   }
-  autograd::record(op, in, out, PayloadPtr(keep ? *keep : payload));
+  if (recording) autograd::record(op, in, out, slot ? *slot : left);
   if constexpr (n == 1)
     return std::move(out[0]);
   else

@@ -214,7 +214,7 @@ Tensor convert_input(Operand& o, const Tensor& t,
  * gradient), when something keeps it.
  */
 struct Handoff {
-  std::span<const ConvertedOperand> take_x, take_dy;
+  std::span<const ConvertedOperand> take_x = {}, take_dy = {};
   ConvertedOperands* leave = nullptr;
 };
 
@@ -320,7 +320,7 @@ std::shared_ptr<ConvertedOperands> payload_for(const Outputs& out, bool bf16) {
                              : nullptr;
 }
 
-void conv(const Conv& op, Inputs in, Outputs outs) {
+void conv(const Conv& op, Inputs in, const Outputs& outs) {
   Tensor& out = outs[0];
   const Tensor bias = in.size() == 3 ? materialize(in[2]) : Tensor();
   if (!has_work(in, out)) {
@@ -340,7 +340,7 @@ void conv(const Conv& op, Inputs in, Outputs outs) {
   }
 }
 
-void conv_grad_input(const ConvGradInput& op, Inputs in, Outputs outs) {
+void conv_grad_input(const ConvGradInput& op, Inputs in, const Outputs& outs) {
   Tensor& out = outs[0];
   if (!has_work(in, out)) return;
   const Tensor dy = materialize(in[0]), w = materialize(in[1]);
@@ -355,7 +355,8 @@ void conv_grad_input(const ConvGradInput& op, Inputs in, Outputs outs) {
   }
 }
 
-void conv_grad_filter(const ConvGradFilter& op, Inputs in, Outputs outs) {
+void conv_grad_filter(const ConvGradFilter& op, Inputs in,
+                      const Outputs& outs) {
   Tensor& out = outs[0];
   if (!has_work(in, out)) return;
   const Tensor x = materialize(in[0]), dy = materialize(in[1]);

@@ -147,7 +147,7 @@ struct KeyHash {
 };
 
 void matmul_f32(const MatMul& op, const Tensor& a, const Tensor& b,
-                Outputs outs) {
+                const Outputs& outs) {
   Tensor& out = outs[0];
   const int64_t rank = out.rank();
   const Key key{{padded(a, rank), padded(b, rank), padded(out, rank)},
@@ -233,7 +233,7 @@ void matmul_f64(const Tensor& a, const Tensor& b, Tensor& out) {
                 std::max<int64_t>(N, 1));
 }
 
-void matmul(const MatMul& op, Inputs in, Outputs outs) {
+void matmul(const MatMul& op, Inputs in, const Outputs& outs) {
   Tensor& out = outs[0];
   if (out.numel() == 0) return;
   const Tensor a = plain(in[0]), b = plain(in[1]);

@@ -122,7 +122,7 @@ void max_pool_training(const PoolWindow& w, const Tensor& x, Tensor& out,
     std::copy_n(static_cast<const uint8_t*>(from), ws.numel(), to);
 }
 
-void max_pool(const MaxPool& op, Inputs in, Outputs outs) {
+void max_pool(const MaxPool& op, Inputs in, const Outputs& outs) {
   Tensor& out = outs[0];
   if (out.dtype() != float32 || out.numel() == 0)
     return max_pool_direct(op, in, outs);
@@ -137,14 +137,15 @@ void max_pool(const MaxPool& op, Inputs in, Outputs outs) {
   pool_forward(algorithm::pooling_max, op.w, x, out);
 }
 
-void avg_pool(const AvgPool& op, Inputs in, Outputs outs) {
+void avg_pool(const AvgPool& op, Inputs in, const Outputs& outs) {
   Tensor& out = outs[0];
   if (out.numel() == 0) return;
   if (out.dtype() != float32) return avg_pool_direct(op, in, outs);
   pool_forward(avg_alg(op.count_include_pad), op.w, materialize(in[0]), out);
 }
 
-void max_pool_scatter(const MaxPoolScatter& op, Inputs in, Outputs outs) {
+void max_pool_scatter(const MaxPoolScatter& op, Inputs in,
+                      const Outputs& outs) {
   Tensor& out = outs[0];
   if (out.dtype() == float32 && in[0].numel() > 0 &&
       max_pool_2x2_applies(op.w, op.input_shape, float32)) {
@@ -157,7 +158,7 @@ void max_pool_scatter(const MaxPoolScatter& op, Inputs in, Outputs outs) {
   max_pool_scatter_direct(op, in, outs);
 }
 
-void max_pool_gather(const MaxPoolGather& op, Inputs in, Outputs outs) {
+void max_pool_gather(const MaxPoolGather& op, Inputs in, const Outputs& outs) {
   Tensor& out = outs[0];
   if (out.dtype() == float32 && out.numel() > 0 &&
       max_pool_2x2_applies(op.w, in[0].shape(), float32)) {
@@ -169,7 +170,7 @@ void max_pool_gather(const MaxPoolGather& op, Inputs in, Outputs outs) {
   max_pool_gather_direct(op, in, outs);
 }
 
-void avg_pool_grad(const AvgPoolGrad& op, Inputs in, Outputs outs) {
+void avg_pool_grad(const AvgPoolGrad& op, Inputs in, const Outputs& outs) {
   Tensor& out = outs[0];
   if (out.numel() == 0) return;
   if (out.dtype() != float32) return avg_pool_grad_direct(op, in, outs);
