@@ -272,7 +272,7 @@ std::vector<Tensor> GradientTape::gradient(
     bool any = false;
     for (int32_t o : e.output_slots) any |= o >= 0 && grads[o].defined();
     if (!any) continue;
-    SmallVector<Tensor, 1> gys;
+    SmallVector<Tensor, 3> gys;
     for (int32_t o : e.output_slots) {
       gys.push_back(o >= 0 ? grads[o] : Tensor());
       if (o >= 0 && !keep[o]) grads[o] = Tensor();  // consumers are all done

@@ -10,8 +10,8 @@ namespace tapeflow::autograd {
 /** A recorded op on one tape: the node and the tape slots it reads/writes. */
 struct TapeEntry {
   std::shared_ptr<Node> node;
-  SmallVector<int32_t, 2> input_slots;  // -1: input not tracked by this tape
-  SmallVector<int32_t, 1> output_slots;
+  SmallVector<int32_t, 2> input_slots;   // -1: input not tracked by this tape
+  SmallVector<int32_t, 3> output_slots;  // batch norm has 3 outputs
 };
 
 /**
