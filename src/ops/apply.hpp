@@ -3,6 +3,7 @@
 #include <functional>
 #include <initializer_list>
 #include <type_traits>
+#include <utility>
 
 #include "autograd/node.hpp"
 #include "core/creation_internal.hpp"
@@ -68,12 +69,6 @@ std::span<const autograd::TensorSpec> spec_span(
   return specs;
 }
 
-/**
- * The path of every computing op: device check, shape/dtype inference (errors
- * before any kernel runs), allocation, the device's kernel, tape recording.
- * The kernel may leave a payload when `keep` is given (the caller wants it)
- * or a tape records (its node keeps it).
- */
 /** Fresh outputs of `specs` on `device`, each constructed in place. */
 template <size_t N, size_t... I>
 std::array<Tensor, N> allocate(std::span<const autograd::TensorSpec> specs,
@@ -113,7 +108,7 @@ OpResult<Op> run(Device device, const Op& op, Inputs in, PayloadPtr* keep) {
         },
         specs, out);
   }
-  if (recording) autograd::record(op, in, out, slot ? *slot : left);
+  if (recording) autograd::record(op, in, out, *slot);
   if constexpr (n == 1)
     return std::move(out[0]);
   else
