@@ -159,16 +159,19 @@ struct One {
     return T(1);
   }
 };
+// -inf / +inf for floats (the max / min of nothing, as on the CPU).
 struct Lowest {
   template <class T>
   T operator()() const {
-    return std::numeric_limits<T>::lowest();
+    using L = std::numeric_limits<T>;
+    return L::has_infinity ? -L::infinity() : L::lowest();
   }
 };
 struct Highest {
   template <class T>
   T operator()() const {
-    return std::numeric_limits<T>::max();
+    using L = std::numeric_limits<T>;
+    return L::has_infinity ? L::infinity() : L::max();
   }
 };
 

@@ -6,7 +6,8 @@
 namespace tapeflow {
 
 /** Fresh contiguous tensor from the device's allocator (uninitialized). */
-Tensor empty_tensor(const Shape& shape, DType dtype, Device device);
+Tensor empty_tensor(const Shape& shape, DType dtype, Device device,
+                    const char* op = "empty");
 /** A handle onto `base`'s storage with another shape, strides and offset. */
 Tensor make_view(const Tensor& base, const Shape& shape, const Shape& strides,
                  int64_t offset);

@@ -3,6 +3,7 @@
 #include <ostream>
 #include <sstream>
 
+#include "core/op_error.hpp"
 #include "tapeflow/core/device.hpp"
 #include "tapeflow/core/dtype.hpp"
 #include "tapeflow/core/error.hpp"
@@ -40,6 +41,11 @@ std::string_view dtype_name(DType t) {
 }
 std::ostream& operator<<(std::ostream& os, DType t) {
   return os << dtype_name(t);
+}
+
+void Device::throw_bad_index(int i) {
+  throw op_error<DeviceError>("Device::cuda",
+                              "expected a device index in [0, 32767], got ", i);
 }
 
 std::string Device::str() const {

@@ -2,21 +2,29 @@
 
 #include <cstring>
 
+#include "core/checked.hpp"
 #include "core/cpu_allocator.hpp"
 #include "core/creation_internal.hpp"
 #include "core/op_error.hpp"
 
 namespace tapeflow {
 
-Tensor empty_tensor(const Shape& shape, DType dtype, Device device) {
-  for (int64_t d : shape)
-    if (d < 0)
-      throw ShapeError("[empty] expected non-negative extents, got shape " +
-                       shape.str());
+Tensor empty_tensor(const Shape& shape, DType dtype, Device device,
+                    const char* op) {
+  const int64_t bytes =
+      checked_mul(checked_numel(shape, op),
+                  static_cast<int64_t>(itemsize(dtype)), op, "its byte size");
   auto impl = std::make_shared<TensorImpl>();
-  const size_t nbytes = static_cast<size_t>(shape.numel()) * itemsize(dtype);
-  impl->storage =
-      std::make_shared<Storage>(nbytes, device, allocator_for(device, "empty"));
+  Allocator* allocator = allocator_for(device, op);
+  try {
+    impl->storage = std::make_shared<Storage>(static_cast<size_t>(bytes),
+                                              device, allocator);
+  } catch (const std::bad_alloc&) {
+    throw op_error<ResourceExhaustedError>(
+        op, "expected ", bytes, " bytes for a ", dtype_name(dtype),
+        " tensor of shape ", shape.str(), " on ", device.str(),
+        ", got an allocation failure (out of memory)");
+  }
   impl->shape = shape;
   impl->strides = contiguous_strides(shape);
   impl->dtype = dtype;

@@ -33,7 +33,11 @@ struct ProdR {
 };
 template <class T>
 struct MaxR {
-  static T identity() { return std::numeric_limits<T>::lowest(); }
+  // -inf for floats (the max of nothing, as in TensorFlow), else the lowest.
+  static T identity() {
+    using L = std::numeric_limits<T>;
+    return L::has_infinity ? -L::infinity() : L::lowest();
+  }
   template <class V>
   static V combine(const V& a, const V& b) {
     return xsimd::max(a, b);
@@ -41,7 +45,10 @@ struct MaxR {
 };
 template <class T>
 struct MinR {
-  static T identity() { return std::numeric_limits<T>::max(); }
+  static T identity() {
+    using L = std::numeric_limits<T>;
+    return L::has_infinity ? L::infinity() : L::max();
+  }
   template <class V>
   static V combine(const V& a, const V& b) {
     return xsimd::min(a, b);

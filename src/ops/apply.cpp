@@ -1,5 +1,9 @@
-// The op path's out-of-line parts: the device check and soft placement.
+// The op path's out-of-line parts: the device check, soft placement and
+// foreign exceptions turned into tapeflow errors.
 #include "ops/apply.hpp"
+
+#include <new>
+#include <stdexcept>
 
 #include "core/op_error.hpp"
 #include "tapeflow/config.hpp"
@@ -34,9 +38,26 @@ void run_soft_placed(const char* op, Inputs in, Device device,
   for (const Tensor& t : in) host.push_back(t.cpu());
   std::vector<Tensor> host_out;
   for (const autograd::TensorSpec& s : specs)
-    host_out.push_back(empty_tensor(s.shape, s.dtype, Device::cpu()));
+    host_out.push_back(empty_tensor(s.shape, s.dtype, Device::cpu(), op));
   cpu_run(host, Outputs(host_out, nullptr));
   for (size_t i = 0; i < out.size(); ++i) out[i] = host_out[i].to(device);
+}
+
+void rethrow_as_error(const char* op) {
+  try {
+    throw;
+  } catch (const Error&) {
+    throw;
+  } catch (const std::bad_alloc&) {
+    throw op_error<ResourceExhaustedError>(
+        op, "expected the memory its kernel needs, got an allocation failure");
+  } catch (const std::length_error& e) {
+    throw op_error<ResourceExhaustedError>(
+        op, "expected buffers of a size that can exist, got: ", e.what());
+  } catch (const std::exception& e) {
+    throw op_error<ValueError>(
+        op, "expected arguments its kernel's library accepts, got: ", e.what());
+  }
 }
 
 }  // namespace tapeflow

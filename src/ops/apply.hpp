@@ -25,6 +25,13 @@ void run_soft_placed(const char* op, Inputs in, Device device,
                      std::span<const autograd::TensorSpec> specs,
                      std::span<Tensor> out);
 [[noreturn]] void throw_no_kernel(const char* op, Device device);
+/**
+ * Called from a catch (...) around a kernel: a tapeflow::Error passes
+ * through; a foreign exception (std::bad_alloc, std::length_error, a
+ * backend library's own error) becomes the Error subclass that fits, its
+ * message naming `op`.
+ */
+[[noreturn]] void rethrow_as_error(const char* op);
 
 namespace detail {
 template <class Specs>
@@ -72,8 +79,9 @@ std::span<const autograd::TensorSpec> spec_span(
 /** Fresh outputs of `specs` on `device`, each constructed in place. */
 template <size_t N, size_t... I>
 std::array<Tensor, N> allocate(std::span<const autograd::TensorSpec> specs,
-                               Device device, std::index_sequence<I...>) {
-  return {empty_tensor(specs[I].shape, specs[I].dtype, device)...};
+                               Device device, const char* op,
+                               std::index_sequence<I...>) {
+  return {empty_tensor(specs[I].shape, specs[I].dtype, device, op)...};
 }
 
 /**
@@ -92,21 +100,26 @@ OpResult<Op> run(Device device, const Op& op, Inputs in, PayloadPtr* keep) {
   PayloadPtr* slot = keep ? keep : (recording ? &left : nullptr);
   const Kernel<Op> kernel = find_kernel<Op>(device);
   std::array<Tensor, n> out =
-      kernel ? allocate<n>(specs, device, std::make_index_sequence<n>())
-             : std::array<Tensor, n>{};
-  if (kernel) [[likely]] {
-    kernel(op, in, Outputs(out, slot));
-  } else {
-    Kernel<Op> cpu = KernelTable<Op>::kernels[0];
-    if (!cpu) throw_no_kernel(Op::name, device);
-    run_soft_placed(
-        Op::name, in, device,
-        [&](Inputs host_in, const Outputs& host_out) {
-          log_placement(Op::name, Device::cpu(), KernelTable<Op>::backends[0],
-                        true);
-          cpu(op, host_in, host_out);
-        },
-        specs, out);
+      kernel
+          ? allocate<n>(specs, device, Op::name, std::make_index_sequence<n>())
+          : std::array<Tensor, n>{};
+  try {
+    if (kernel) [[likely]] {
+      kernel(op, in, Outputs(out, slot));
+    } else {
+      Kernel<Op> cpu = KernelTable<Op>::kernels[0];
+      if (!cpu) throw_no_kernel(Op::name, device);
+      run_soft_placed(
+          Op::name, in, device,
+          [&](Inputs host_in, const Outputs& host_out) {
+            log_placement(Op::name, Device::cpu(), KernelTable<Op>::backends[0],
+                          true);
+            cpu(op, host_in, host_out);
+          },
+          specs, out);
+    }
+  } catch (...) {
+    rethrow_as_error(Op::name);
   }
   if (recording) autograd::record(op, in, out, *slot);
   if constexpr (n == 1)

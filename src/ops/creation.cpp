@@ -58,36 +58,61 @@ Tensor from_buffer(const void* data, const Shape& shape, DType dtype,
 }
 
 namespace {
+/** start, start + step, ... (n values) in T, then in `dtype`. */
 template <class T>
 Tensor range_tensor(T start, T step, int64_t n, DType dtype) {
-  std::vector<T> v(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) v[i] = start + static_cast<T>(i) * step;
-  return from_vector(v, {n}).cast(dtype);
+  Tensor t = empty_tensor({n}, dtype_of<T>(), Device::cpu(), "arange");
+  T* v = t.data<T>();
+  if constexpr (std::is_integral_v<T>) {
+    // A running sum: start + i * step may overflow where every value fits.
+    T x = start;
+    for (int64_t i = 0; i < n; ++i) {
+      v[i] = x;
+      if (i + 1 < n) x += step;
+    }
+  } else {
+    for (int64_t i = 0; i < n; ++i) v[i] = start + static_cast<T>(i) * step;
+  }
+  return t.cast(dtype);
 }
 }  // namespace
 
 Tensor detail::arange_integral(int64_t start, int64_t stop, int64_t step,
                                DType dtype) {
   if (step == 0) throw ValueError("[arange] expected a non-zero step, got 0");
-  const int64_t n =
-      std::max<int64_t>(0, (stop - start + step - (step > 0 ? 1 : -1)) / step);
-  return range_tensor<int64_t>(start, step, n, dtype);
+  // The count in 128 bits: stop - start can exceed int64 (INT64_MIN to MAX).
+  const __int128 span = static_cast<__int128>(stop) - start;
+  const __int128 n = span == 0 || (span > 0) != (step > 0)
+                         ? 0
+                         : (span - (step > 0 ? 1 : -1)) / step + 1;
+  if (n > INT64_MAX)
+    throw op_error<ValueError>("arange",
+                               "expected at most 2^63 - 1 values, got [", start,
+                               ", ", stop, ") in steps of ", step);
+  return range_tensor<int64_t>(start, step, static_cast<int64_t>(n), dtype);
 }
 Tensor detail::arange_floating(double start, double stop, double step,
                                DType dtype) {
   if (step == 0) throw ValueError("[arange] expected a non-zero step, got 0");
-  const auto n =
-      static_cast<int64_t>(std::max(0.0, std::ceil((stop - start) / step)));
-  return range_tensor<double>(start, step, n, dtype);
+  const double n = std::max(0.0, std::ceil((stop - start) / step));
+  if (!(n < 9.2e18))
+    throw op_error<ValueError>("arange",
+                               "expected a finite count of values, got [",
+                               start, ", ", stop, ") in steps of ", step);
+  return range_tensor<double>(start, step, static_cast<int64_t>(n), dtype);
 }
 
 Tensor eye(int64_t n, int64_t m, DType dtype) {
-  if (m < 0) m = n;
-  if (n < 0)
-    throw ValueError("[eye] expected n >= 0, got " + std::to_string(n));
-  std::vector<double> v(static_cast<size_t>(n * m), 0.0);
+  if (m == -1) m = n;  // the default: square
+  if (n < 0 || m < 0)
+    throw op_error<ValueError>(
+        "eye", "expected n >= 0 and m >= 0 (or -1 for m = n), got n ", n,
+        ", m ", m);
+  Tensor t = empty_tensor({n, m}, float64, Device::cpu(), "eye");
+  double* v = t.data<double>();
+  std::fill_n(v, n * m, 0.0);
   for (int64_t i = 0; i < std::min(n, m); ++i) v[i * m + i] = 1.0;
-  return from_vector(v, {n, m}).cast(dtype);
+  return t.cast(dtype);
 }
 
 // --- random ------------------------------------------------------------------

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "core/checked.hpp"
 #include "ops/apply.hpp"
 #include "ops/axes.hpp"
 #include "ops/shape_ops.hpp"
@@ -28,12 +29,12 @@ Tensor reshape(const Tensor& x, const Shape& shape) {
     } else if (s[i] < 0) {
       throw ShapeError("[reshape] expected extents >= -1, got " + shape.str());
     } else {
-      known *= s[i];
+      known = checked_mul(known, s[i], "reshape", "the element count");
     }
   }
   if (infer_at >= 0 && known != 0 && x.numel() % known == 0)
     s[infer_at] = x.numel() / known;
-  if (s.numel() != x.numel() || (infer_at >= 0 && known == 0))
+  if (checked_numel(s, "reshape") != x.numel() || (infer_at >= 0 && known == 0))
     throw ShapeError("[reshape] expected a shape with " +
                      std::to_string(x.numel()) + " elements (input " +
                      x.shape().str() + "), got " + shape.str());
@@ -89,8 +90,10 @@ Tensor slice(const Tensor& x, const std::vector<int64_t>& begin,
   Shape b(begin), s(size);
   for (int64_t i = 0; i < x.rank(); ++i) {
     const int64_t n = x.shape()[i];
-    if (s[i] == -1) s[i] = n - b[i];
-    if (b[i] < 0 || s[i] < 0 || b[i] + s[i] > n)
+    const bool begin_ok = b[i] >= 0 && b[i] <= n;
+    if (begin_ok && s[i] == -1) s[i] = n - b[i];
+    // size > n - begin, not begin + size > n: that sum can wrap.
+    if (!begin_ok || s[i] < 0 || s[i] > n - b[i])
       throw IndexError("[slice] expected begin + size within " +
                        x.shape().str() + " on axis " + std::to_string(i) +
                        ", got begin " + list_str(begin) + " size " +
@@ -111,6 +114,7 @@ Grads SliceGrad::vjp(const VjpArgs& a) const {
 }
 
 Tensor broadcast_to(const Tensor& x, const Shape& shape) {
+  checked_numel(shape, "broadcast_to");
   const Shape b = broadcast_shapes(x.shape(), shape, "broadcast_to");
   if (!(b == shape))
     throw ShapeError("[broadcast_to] expected " + x.shape().str() +

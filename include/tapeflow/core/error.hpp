@@ -31,6 +31,10 @@ class ValueError : public Error {
 class DataLossError : public Error {
   using Error::Error;
 };
+/** Memory (or another resource) ran out: a tensor larger than memory. */
+class ResourceExhaustedError : public Error {
+  using Error::Error;
+};
 /** End of data from an explicit iterator's get_next() or a closed queue. */
 class OutOfRangeError : public Error {
   using Error::Error;

@@ -66,7 +66,9 @@ Shape per_axis(std::string_view op, const std::vector<int64_t>& values,
 }
 
 AxisPads same_padding(int64_t in, int64_t extent, int64_t stride) {
-  const int64_t out = (in + stride - 1) / stride;
+  // ceil(in / stride) without in + stride - 1, which wraps for huge strides
+  // (then (out - 1) * stride < in cannot overflow either).
+  const int64_t out = in / stride + (in % stride != 0);
   const int64_t total = std::max<int64_t>((out - 1) * stride + extent - in, 0);
   return {total / 2, total - total / 2};
 }

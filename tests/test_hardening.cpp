@@ -1,0 +1,114 @@
+// Hostile but realistic inputs: every one throws a tapeflow::Error naming the
+// user's op (never a crash, a foreign exception or a wrapped size), or gives
+// the result NumPy/TensorFlow give.
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include "support/check.hpp"
+
+using testing::expect_error;
+
+TEST_CASE("size arithmetic that would overflow is an error naming the op") {
+  // 3 * 6148914691236517206 wraps to 2 in 64 bits.
+  expect_error<tpf::ValueError>(
+      [] {
+        (void)tpf::reshape(tpf::tensor({1.f, 2.f}), {3, 6148914691236517206LL});
+      },
+      "[reshape] expected the element count to fit in int64");
+  expect_error<tpf::IndexError>(
+      [] {
+        (void)tpf::slice(tpf::ones({2, 2}), {1, 1},
+                         {1, std::numeric_limits<int64_t>::max()});
+      },
+      "[slice] expected begin + size within (2, 2)");
+  expect_error<tpf::IndexError>(
+      [] {
+        (void)tpf::slice(tpf::ones({2, 2}),
+                         {std::numeric_limits<int64_t>::max(), 0}, {-1, 1});
+      },
+      "[slice] expected begin + size within");
+  expect_error<tpf::ValueError>(
+      [] { (void)tpf::eye(int64_t{1} << 32, int64_t{1} << 32); },
+      "[eye] expected a shape whose element count fits in int64");
+  expect_error<tpf::ValueError>(
+      [] { (void)tpf::one_hot(tpf::tensor({int64_t{1}}), int64_t{1} << 62); },
+      "[one_hot] expected its byte size to fit in int64");
+  expect_error<tpf::ShapeError>(
+      [] { (void)tpf::broadcast_to(tpf::ones({1}), {-3}); },
+      "[broadcast_to] expected non-negative extents");
+  expect_error<tpf::ValueError>(
+      [] {
+        (void)tpf::arange<int64_t>(0, std::numeric_limits<int64_t>::max());
+      },
+      "[arange] expected its byte size to fit in int64");
+  expect_error<tpf::ValueError>([] { (void)tpf::eye(3, -5); },
+                                "[eye] expected n >= 0 and m >= 0");
+  CHECK(tpf::eye(3).shape() == tpf::Shape{3, 3});
+}
+
+TEST_CASE("arange over the whole int64 range counts like NumPy") {
+  constexpr int64_t lo = std::numeric_limits<int64_t>::min();
+  constexpr int64_t hi = std::numeric_limits<int64_t>::max();
+  // np.arange(INT64_MIN, INT64_MAX, INT64_MAX): 3 values, none wrapped.
+  const auto r = tpf::arange<int64_t>(lo, hi, hi);
+  REQUIRE(r.shape() == tpf::Shape{3});
+  CHECK(r.to_vector<int64_t>() == std::vector<int64_t>{lo, -1, hi - 1});
+  CHECK(tpf::arange<int64_t>(hi - 2, hi).to_vector<int64_t>() ==
+        std::vector<int64_t>{hi - 2, hi - 1});
+  CHECK(tpf::arange<int64_t>(5, 0).numel() == 0);
+  CHECK(tpf::arange<int64_t>(5, 0, -2).to_vector<int64_t>() ==
+        std::vector<int64_t>{5, 3, 1});
+}
+
+TEST_CASE("a tensor larger than memory is a ResourceExhaustedError") {
+  // Both are beyond the 128 TiB of a process's address space, so the
+  // allocation fails even where the kernel overcommits memory.
+  expect_error<tpf::ResourceExhaustedError>(
+      [] { (void)tpf::eye(int64_t{1} << 23, int64_t{1} << 23); },
+      "[eye] expected 562949953421312 bytes");
+  expect_error<tpf::ResourceExhaustedError>(
+      [] { (void)tpf::zeros({int64_t{1} << 46}); }, "[full] expected");
+}
+
+TEST_CASE(
+    "pooling geometry with absurd strides: SAME output, no foreign "
+    "exception") {
+  constexpr int64_t huge = std::numeric_limits<int64_t>::max();
+  const auto x = tpf::ones({1, 1, 4, 4});
+  try {
+    const auto y = tpf::nn::max_pool2d(
+        x, {.ksize = {2, 2}, .strides = {huge, huge}, .padding = "SAME"});
+    CHECK(y.shape() == tpf::Shape{1, 1, 1, 1});  // TensorFlow's 1x1
+  } catch (const tpf::Error& e) {
+    // oneDNN refuses such strides; the refusal names the op.
+    CHECK(std::string(e.what()).rfind("[max_pool]", 0) == 0);
+  }
+}
+
+TEST_CASE("degenerate sizes") {
+  CHECK(tpf::matrix_determinant(tpf::ones({0, 0})).item<float>() == 1.0f);
+  expect_error<tpf::ShapeError>(
+      [] {
+        (void)tpf::nn::depthwise_conv2d(tpf::ones({1, 0, 4, 4}),
+                                        tpf::ones({3, 3, 0, 1}), {});
+      },
+      "[depthwise_conv2d] expected");
+}
+
+TEST_CASE("max and min over an empty axis are -inf and +inf") {
+  const auto e = tpf::ones({0, 3});
+  for (float v : tpf::max(e, {0}).to_vector<float>())
+    CHECK(v == -std::numeric_limits<float>::infinity());
+  for (double v : tpf::min(e.cast(tpf::float64), {0}).to_vector<double>())
+    CHECK(v == std::numeric_limits<double>::infinity());
+}
+
+TEST_CASE("a device index out of range is a DeviceError, not a wrapped one") {
+  expect_error<tpf::DeviceError>([] { (void)tpf::Device::cuda(40000); },
+                                 "[Device::cuda] expected a device index in "
+                                 "[0, 32767], got 40000");
+  expect_error<tpf::DeviceError>([] { (void)tpf::Device::cuda(-1); },
+                                 "[Device::cuda] expected");
+  CHECK(tpf::Device::cuda(32767).str() == "cuda:32767");
+}
