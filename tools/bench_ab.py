@@ -66,15 +66,19 @@ def main():
                     times[tag].setdefault(case, []).append(ns)
             print(f"# round {r + 1}/{args.rounds} done", file=sys.stderr)
     print(f"| case ({args.threads} thread(s), median of {args.rounds}) "
-          "| before | after | before / after |")
-    print("|---|---|---|---|")
+          "| before | after | before / after | spread of the ratio |")
+    print("|---|---|---|---|---|")
     for case in times["before"]:
         if case not in times["after"]:
             continue
         b = statistics.median(times["before"][case])
         a = statistics.median(times["after"][case])
         name = case.replace("/real_time", "")
-        print(f"| {name} | {fmt(b)} | {fmt(a)} | {b / a:.3f} |")
+        # Ratios of the runs paired by round: how far one round can stray.
+        pairs = [x / y for x, y in zip(times["before"][case],
+                                       times["after"][case])]
+        print(f"| {name} | {fmt(b)} | {fmt(a)} | {b / a:.3f} "
+              f"| {min(pairs):.2f}-{max(pairs):.2f} |")
 
 
 if __name__ == "__main__":
