@@ -112,3 +112,35 @@ TEST_CASE("a device index out of range is a DeviceError, not a wrapped one") {
                                  "[Device::cuda] expected");
   CHECK(tpf::Device::cuda(32767).str() == "cuda:32767");
 }
+
+TEST_CASE("hyper-parameters that would only produce NaN are refused") {
+  namespace optim = tpf::optim;
+  constexpr double nan = std::numeric_limits<double>::quiet_NaN();
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  expect_error<tpf::ValueError>([] { optim::Adam({.beta_1 = 1.0}); },
+                                "[Adam] expected beta_1 in [0, 1), got 1");
+  expect_error<tpf::ValueError>([] { optim::Adam({.beta_2 = 1.5}); },
+                                "[Adam] expected beta_2 in [0, 1)");
+  expect_error<tpf::ValueError>([] { optim::Adam({.epsilon = -1e-7}); },
+                                "[Adam] expected a finite epsilon >= 0");
+  expect_error<tpf::ValueError>([] { optim::AdamW({.beta_1 = 1.0}); },
+                                "[AdamW] expected beta_1 in [0, 1)");
+  expect_error<tpf::ValueError>([] { optim::Adam({.learning_rate = nan}); },
+                                "[Adam] expected a finite learning_rate >= 0");
+  expect_error<tpf::ValueError>([] { optim::SGD({.learning_rate = inf}); },
+                                "[SGD] expected a finite learning_rate >= 0");
+  expect_error<tpf::ValueError>([] { optim::Adagrad({.epsilon = 0.0}); },
+                                "[Adagrad] expected a finite epsilon > 0");
+  expect_error<tpf::ValueError>(
+      [] { (void)tpf::random_normal({2}, 0.0, nan); },
+      "[random_normal] expected a finite mean and a finite stddev >= 0");
+  expect_error<tpf::ValueError>(
+      [] { (void)tpf::random_uniform({2}, -inf, inf); },
+      "[random_uniform] expected finite minval < maxval");
+  expect_error<tpf::ValueError>(
+      [] { (void)tpf::stateless_random_uniform({2}, 7, 0.0, inf); },
+      "[stateless_random_uniform] expected finite minval < maxval");
+  // The defaults and ordinary settings still construct.
+  optim::Adam ok({.learning_rate = 1e-3, .beta_1 = 0.0, .epsilon = 0.0});
+  CHECK(ok.learning_rate() == 1e-3);
+}

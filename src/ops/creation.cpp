@@ -150,12 +150,27 @@ void set_rng_state(RngState state) {
   g_offset = state.offset;
 }
 
+namespace {
+/** Finite bounds, minval < maxval: infinite ones would draw NaN and inf. */
+void check_uniform_bounds(double minval, double maxval, const char* op) {
+  if (!(std::isfinite(minval) && std::isfinite(maxval) && minval < maxval))
+    throw op_error<ValueError>(op, "expected finite minval < maxval, got ",
+                               minval, " and ", maxval);
+}
+/** A finite mean and a finite stddev >= 0 (NaN would fill the tensor). */
+void check_normal_params(double mean, double stddev, const char* op) {
+  if (!(std::isfinite(mean) && std::isfinite(stddev) && stddev >= 0))
+    throw op_error<ValueError>(op,
+                               "expected a finite mean and a finite "
+                               "stddev >= 0, got ",
+                               mean, " and ", stddev);
+}
+}  // namespace
+
 Tensor random_uniform(const Shape& shape, double minval, double maxval,
                       DType dtype) {
   check_random(shape, dtype, "random_uniform");
-  if (!(minval < maxval))
-    throw ValueError("[random_uniform] expected minval < maxval, got " +
-                     std::to_string(minval) + " and " + std::to_string(maxval));
+  check_uniform_bounds(minval, maxval, "random_uniform");
   return apply_on(Device::cpu(),
                   RandomUniform{shape, dtype, minval, maxval, g_seed,
                                 take_offset(shape.numel())},
@@ -165,9 +180,7 @@ Tensor random_uniform(const Shape& shape, double minval, double maxval,
 Tensor random_normal(const Shape& shape, double mean, double stddev,
                      DType dtype) {
   check_random(shape, dtype, "random_normal");
-  if (stddev < 0)
-    throw ValueError("[random_normal] expected stddev >= 0, got " +
-                     std::to_string(stddev));
+  check_normal_params(mean, stddev, "random_normal");
   return apply_on(Device::cpu(),
                   RandomNormal{shape, dtype, mean, stddev, g_seed,
                                take_offset(shape.numel())},
@@ -177,10 +190,7 @@ Tensor random_normal(const Shape& shape, double mean, double stddev,
 Tensor stateless_random_uniform(const Shape& shape, uint64_t seed,
                                 double minval, double maxval, DType dtype) {
   check_random(shape, dtype, "stateless_random_uniform");
-  if (!(minval < maxval))
-    throw ValueError(
-        "[stateless_random_uniform] expected minval < maxval, got " +
-        std::to_string(minval) + " and " + std::to_string(maxval));
+  check_uniform_bounds(minval, maxval, "stateless_random_uniform");
   return apply_on(Device::cpu(),
                   RandomUniform{shape, dtype, minval, maxval, seed, 0},
                   Inputs{});
@@ -189,9 +199,7 @@ Tensor stateless_random_uniform(const Shape& shape, uint64_t seed,
 Tensor stateless_random_normal(const Shape& shape, uint64_t seed, double mean,
                                double stddev, DType dtype) {
   check_random(shape, dtype, "stateless_random_normal");
-  if (stddev < 0)
-    throw ValueError("[stateless_random_normal] expected stddev >= 0, got " +
-                     std::to_string(stddev));
+  check_normal_params(mean, stddev, "stateless_random_normal");
   return apply_on(Device::cpu(),
                   RandomNormal{shape, dtype, mean, stddev, seed, 0}, Inputs{});
 }

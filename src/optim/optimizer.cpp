@@ -51,6 +51,10 @@ void Optimizer::set_learning_rate(LearningRate learning_rate) {
     if (!*s)
       throw op_error<ValueError>(name_,
                                  "expected a learning-rate schedule, got null");
+  if (const double* v = std::get_if<double>(&learning_rate))
+    if (!(std::isfinite(*v) && *v >= 0))
+      throw op_error<ValueError>(
+          name_, "expected a finite learning_rate >= 0, got ", *v);
   learning_rate_ = std::move(learning_rate);
 }
 

@@ -2,6 +2,7 @@
 // Each runs under the NoGradGuard of Optimizer::apply_gradients.
 #include <cmath>
 
+#include "core/op_error.hpp"
 #include "optim/apply_ops.hpp"
 #include "tapeflow/creation.hpp"
 #include "tapeflow/ops/math.hpp"
@@ -90,6 +91,10 @@ Adagrad::Adagrad(AdagradOptions options)
   if (!(options_.initial_accumulator_value >= 0.0))
     throw ValueError("[Adagrad] expected initial_accumulator_value >= 0, got " +
                      std::to_string(options_.initial_accumulator_value));
+  // With epsilon 0 a parameter whose gradients are all 0 divides 0 by 0.
+  if (!(std::isfinite(options_.epsilon) && options_.epsilon > 0))
+    throw op_error<ValueError>("Adagrad", "expected a finite epsilon > 0, got ",
+                               options_.epsilon);
 }
 
 std::vector<Tensor> Adagrad::initial_slots(const Variable& param) const {
@@ -167,7 +172,19 @@ Adam::Adam(std::string name, AdamOptions options, CommonOptions common)
     : Optimizer(
           std::move(name), options.learning_rate, common,
           names_if({{"m", true}, {"v", true}, {"vhat", options.amsgrad}})),
-      options_(std::move(options)) {}
+      options_(std::move(options)) {
+  // beta = 1 makes the bias correction 1 - beta^t zero; beta > 1 diverges.
+  const auto check_beta = [&](const char* what, double beta) {
+    if (!(beta >= 0 && beta < 1))
+      throw op_error<ValueError>(this->name(), "expected ", what,
+                                 " in [0, 1), got ", beta);
+  };
+  check_beta("beta_1", options_.beta_1);
+  check_beta("beta_2", options_.beta_2);
+  if (!(std::isfinite(options_.epsilon) && options_.epsilon >= 0))
+    throw op_error<ValueError>(
+        this->name(), "expected a finite epsilon >= 0, got ", options_.epsilon);
+}
 
 void Adam::update(const Tensor& g, Variable& w, std::vector<Variable>& slots,
                   double lr) {
