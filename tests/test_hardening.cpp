@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <sstream>
 
 #include "support/check.hpp"
 
@@ -143,4 +144,18 @@ TEST_CASE("hyper-parameters that would only produce NaN are refused") {
   // The defaults and ordinary settings still construct.
   optim::Adam ok({.learning_rate = 1e-3, .beta_1 = 0.0, .epsilon = 0.0});
   CHECK(ok.learning_rate() == 1e-3);
+}
+
+TEST_CASE("int64 values print exactly") {
+  constexpr int64_t big = (int64_t{1} << 53) + 1;
+  constexpr int64_t top = std::numeric_limits<int64_t>::max();
+  std::ostringstream os;
+  os << tpf::tensor({big, top, int64_t{-7}});
+  const std::string s = os.str();
+  CHECK_MESSAGE(s.find("9007199254740993") != std::string::npos, s);
+  CHECK_MESSAGE(s.find("9223372036854775807") != std::string::npos, s);
+  CHECK_MESSAGE(s.find("-7") != std::string::npos, s);
+  std::ostringstream b;
+  b << tpf::tensor({true, false});
+  CHECK_MESSAGE(b.str().find("[ true, false]") != std::string::npos, b.str());
 }

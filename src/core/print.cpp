@@ -12,24 +12,35 @@ namespace {
 constexpr int64_t kThreshold = 1000;
 constexpr int64_t kEdge = 3;
 
-std::string format(double v, DType t) {
-  std::ostringstream os;
-  if (t == bool_) return v != 0 ? "true" : "false";
-  if (!is_floating(t)) {
-    os << static_cast<int64_t>(v);
-  } else {
-    os << std::setprecision(t == float32 ? 6 : 8) << v;
+/**
+ * The host values of a tensor, kept in their own kind: int64 through double
+ * would print 2^53 + 1 wrong and INT64_MAX negative.
+ */
+struct Values {
+  DType dtype;
+  std::vector<double> floats;
+  std::vector<int64_t> ints;
+
+  explicit Values(const Tensor& t) : dtype(t.dtype()) {
+    if (is_floating(dtype))
+      floats = t.to_vector<double>();
+    else
+      ints = t.to_vector<int64_t>();
+  }
+  std::string format(int64_t i) const {
+    if (dtype == bool_) return ints[i] != 0 ? "true" : "false";
+    if (!is_floating(dtype)) return std::to_string(ints[i]);
+    std::ostringstream os;
+    os << std::setprecision(dtype == float32 ? 6 : 8) << floats[i];
     std::string s = os.str();
     if (s.find_first_of(".eninf") == std::string::npos) s += ".";
     return s;
   }
-  return os.str();
-}
+};
 
 struct Printer {
-  const std::vector<double>& values;
+  const Values& values;
   const Shape& shape;
-  DType dtype;
   bool elide;
   size_t width = 0;
 
@@ -38,7 +49,7 @@ struct Printer {
   }
   void measure(int64_t axis, int64_t offset) {
     if (axis == shape.size()) {
-      width = std::max(width, format(values[offset], dtype).size());
+      width = std::max(width, values.format(offset).size());
       return;
     }
     const int64_t n = shape[axis];
@@ -53,7 +64,7 @@ struct Printer {
   }
   void print(std::ostream& os, int64_t axis, int64_t offset, int indent) const {
     if (axis == shape.size()) {
-      os << std::setw(static_cast<int>(width)) << format(values[offset], dtype);
+      os << std::setw(static_cast<int>(width)) << values.format(offset);
       return;
     }
     os << '[';
@@ -85,8 +96,8 @@ struct Printer {
 
 std::ostream& operator<<(std::ostream& os, const Tensor& t) {
   if (!t.defined()) return os << "Tensor(undefined)";
-  const std::vector<double> values = t.to_vector<double>();
-  Printer p{values, t.shape(), t.dtype(), t.numel() > kThreshold};
+  const Values values(t);
+  Printer p{values, t.shape(), t.numel() > kThreshold};
   const std::string head = "Tensor(";
   if (t.numel() > 0) p.measure(0, 0);
   os << head;
