@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <random>
 #include <thread>
 
@@ -140,6 +141,26 @@ TEST_CASE("max_to_keep and latest_checkpoint") {
   // A corrupted one too.
   fs::resize_file(latest, size);  // zero-filled tail
   CHECK_THROWS_AS(ckpt.restore(latest), tpf::IOError);
+}
+
+TEST_CASE("19-digit steps are found as the latest, and kept by max_to_keep") {
+  TempDir dir;
+  tpf::Variable v(tpf::zeros({2}));
+  tpf::train::Checkpoint ckpt({{"v", v}}, {}, /*max_to_keep=*/2);
+  const int64_t huge = std::numeric_limits<int64_t>::max();
+  for (int64_t step : {int64_t{5}, huge - 1, huge}) {
+    ckpt.set_step(step);
+    ckpt.save(dir.str());
+  }
+  CHECK(checkpoint_files(dir.path) ==
+        std::vector<std::string>{"ckpt-9223372036854775806.npz",
+                                 "ckpt-9223372036854775807.npz"});
+  CHECK(tpf::train::latest_checkpoint(dir.str()) ==
+        (dir.path / "ckpt-9223372036854775807.npz").string());
+  // A number past int64 is no checkpoint of ours.
+  std::ofstream(dir.path / "ckpt-99999999999999999999.npz") << "?";
+  CHECK(tpf::train::latest_checkpoint(dir.str()) ==
+        (dir.path / "ckpt-9223372036854775807.npz").string());
 }
 
 TEST_CASE(

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -29,11 +30,15 @@ int64_t checkpoint_step(const std::string& name) {
       name.compare(name.size() - kSuf, kSuf, ".npz") != 0)
     return -1;
   const std::string digits = name.substr(kPre, name.size() - kPre - kSuf);
-  if (digits.size() > 18 ||
-      !std::all_of(digits.begin(), digits.end(),
+  if (!std::all_of(digits.begin(), digits.end(),
                    [](char c) { return c >= '0' && c <= '9'; }))
     return -1;
-  return std::stoll(digits);
+  // Every step save() can write (any int64 >= 0, 19 digits included) reads
+  // back; a number beyond int64 is no checkpoint of ours.
+  int64_t step = -1;
+  const auto [end, ec] =
+      std::from_chars(digits.data(), digits.data() + digits.size(), step);
+  return ec == std::errc() && end == digits.data() + digits.size() ? step : -1;
 }
 
 /** (step, path) of every checkpoint in `dir`, oldest first. */
