@@ -159,3 +159,26 @@ TEST_CASE("int64 values print exactly") {
   b << tpf::tensor({true, false});
   CHECK_MESSAGE(b.str().find("[ true, false]") != std::string::npos, b.str());
 }
+
+TEST_CASE("a scalar an integer dtype cannot hold is an error, not a wrap") {
+  expect_error<tpf::ValueError>(
+      [] { (void)(tpf::tensor({1}) + 1e10); },
+      "[add] expected a value representable in int32, got 1e+10");
+  expect_error<tpf::ValueError>(
+      [] { (void)(2e10 * tpf::tensor({1})); },
+      "[mul] expected a value representable in int32");
+  expect_error<tpf::ValueError>(
+      [] { (void)tpf::full({2}, 1e20, tpf::int32); },
+      "[full] expected a value representable in int32");
+  expect_error<tpf::ValueError>(
+      [] {
+        (void)tpf::full({2}, std::numeric_limits<double>::quiet_NaN(),
+                        tpf::int64);
+      },
+      "[full] expected a value representable in int64");
+  // In range: integer arithmetic as before; fractional: float32, as in
+  // PyTorch.
+  CHECK((tpf::tensor({1}) + 2147483646.0).to_vector<int64_t>() ==
+        std::vector<int64_t>{2147483647});
+  CHECK((tpf::tensor({1}) + 0.5).dtype() == tpf::float32);
+}

@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "core/op_error.hpp"
+#include "tapeflow/core/dtype.hpp"
 #include "tapeflow/core/error.hpp"
 #include "tapeflow/core/shape.hpp"
 
@@ -48,6 +49,21 @@ inline int64_t checked_numel(const Shape& s, std::string_view op) {
                                  s.str());
   }
   return n;
+}
+
+/**
+ * A host value stored as dtype `t`: ValueError when an integer dtype cannot
+ * hold it (NaN, infinite or out of range), as NumPy 2 refuses such a
+ * conversion; a plain cast would be undefined behaviour.
+ */
+inline void check_representable(double v, DType t, std::string_view op) {
+  bool fits = true;
+  if (t == int32) fits = v >= -2147483648.0 && v <= 2147483647.0;
+  if (t == int64)
+    fits = v >= -9223372036854775808.0 && v < 9223372036854775808.0;
+  if (!fits) [[unlikely]]
+    throw op_error<ValueError>(op, "expected a value representable in ",
+                               dtype_name(t), ", got ", v);
 }
 
 }  // namespace tapeflow

@@ -1,5 +1,6 @@
 #pragma once
 // The one way to build an error message: "[op] " followed by the parts.
+#include <charconv>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -11,9 +12,18 @@ inline void append_part(std::string& m, std::string_view part) {
   m += part;
 }
 template <class T>
-  requires std::is_arithmetic_v<T>
+requires std::is_integral_v<T>
 void append_part(std::string& m, T value) {
   m += std::to_string(value);
+}
+/** The shortest text that reads back as `value` (1e+10, not
+ * 10000000000.000000). */
+template <class T>
+requires std::is_floating_point_v<T>
+void append_part(std::string& m, T value) {
+  char buf[32];
+  const auto r = std::to_chars(buf, buf + sizeof buf, value);
+  m.append(buf, r.ptr);
 }
 }  // namespace detail
 

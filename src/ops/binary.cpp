@@ -1,6 +1,7 @@
 // Binary math, comparisons and where: public functions and gradient rules.
 #include <cmath>
 
+#include "core/checked.hpp"
 #include "core/op_error.hpp"
 #include "ops/apply.hpp"
 #include "ops/elementwise_ops.hpp"
@@ -40,12 +41,16 @@ std::pair<Tensor, Tensor> promote_pair(const Tensor& x, const Tensor& y,
   return {cast(x, t), cast(y, t)};
 }
 
-Tensor scalar_like(const Tensor& x, double value) {
-  // An integer tensor meets a fractional scalar in float32, as in PyTorch.
+Tensor scalar_like(const Tensor& x, double value, const char* op) {
+  // An integer tensor meets a fractional scalar in float32, as in PyTorch;
+  // an integral one its integer dtype must hold (NumPy 2 refuses 1e10 for
+  // int32 rather than wrap it).
   const DType t = is_floating(x.dtype()) || value == std::floor(value)
                       ? x.dtype()
                       : float32;
-  return scalar(value, t == bool_ ? int64 : t, x.device());
+  const DType dtype = t == bool_ ? int64 : t;
+  check_representable(value, dtype, op);
+  return scalar(value, dtype, x.device());
 }
 
 namespace {
@@ -198,28 +203,28 @@ Tensor operator-(const Tensor& x) {
   return neg(x);
 }
 Tensor operator+(const Tensor& x, double y) {
-  return add(x, scalar_like(x, y));
+  return add(x, scalar_like(x, y, "add"));
 }
 Tensor operator-(const Tensor& x, double y) {
-  return sub(x, scalar_like(x, y));
+  return sub(x, scalar_like(x, y, "sub"));
 }
 Tensor operator*(const Tensor& x, double y) {
-  return mul(x, scalar_like(x, y));
+  return mul(x, scalar_like(x, y, "mul"));
 }
 Tensor operator/(const Tensor& x, double y) {
-  return div(x, scalar_like(x, y));
+  return div(x, scalar_like(x, y, "div"));
 }
 Tensor operator+(double x, const Tensor& y) {
-  return add(scalar_like(y, x), y);
+  return add(scalar_like(y, x, "add"), y);
 }
 Tensor operator-(double x, const Tensor& y) {
-  return sub(scalar_like(y, x), y);
+  return sub(scalar_like(y, x, "sub"), y);
 }
 Tensor operator*(double x, const Tensor& y) {
-  return mul(scalar_like(y, x), y);
+  return mul(scalar_like(y, x, "mul"), y);
 }
 Tensor operator/(double x, const Tensor& y) {
-  return div(scalar_like(y, x), y);
+  return div(scalar_like(y, x, "div"), y);
 }
 Tensor operator==(const Tensor& x, const Tensor& y) {
   return equal(x, y);

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <numeric>
 
+#include "core/checked.hpp"
 #include "core/dtype_dispatch.hpp"
 #include "core/op_error.hpp"
 #include "ops/apply.hpp"
@@ -24,6 +25,7 @@ Tensor full(const Shape& shape, double value, DType dtype, Device device) {
     if (d < 0)
       throw ShapeError("[full] expected non-negative extents, got " +
                        shape.str());
+  check_representable(value, dtype, "full");
   return apply_on(device, Full{shape, dtype, value}, Inputs{});
 }
 Tensor zeros(const Shape& shape, DType dtype, Device device) {
@@ -39,6 +41,7 @@ Tensor ones_like(const Tensor& t) {
   return ones(t.shape(), t.dtype(), t.device());
 }
 Tensor scalar(double value, DType dtype, Device device) {
+  check_representable(value, dtype, "scalar");
   if (!device.is_cpu()) return full({}, value, dtype, device);
   // Host scalars are written directly: `x * 0.5` makes one per call.
   Tensor t = empty_tensor({}, dtype, device);

@@ -76,7 +76,12 @@ Tensor operator&&(const Tensor& x, const Tensor& y);
 Tensor operator||(const Tensor& x, const Tensor& y);
 Tensor operator!(const Tensor& x);
 
-/** A rank-0 tensor of `x`'s dtype and device holding `value`. */
-Tensor scalar_like(const Tensor& x, double value);
+/**
+ * A rank-0 tensor of `x`'s dtype and device holding `value` (float32 for a
+ * fractional value and an integer x); ValueError naming `op` when x's
+ * integer dtype cannot hold an integral value.
+ */
+Tensor scalar_like(const Tensor& x, double value,
+                   const char* op = "scalar_like");
 
 }  // namespace tapeflow
