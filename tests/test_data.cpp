@@ -368,6 +368,27 @@ TEST_CASE("interleave: TensorFlow's documented order") {
                   tpf::ValueError);
 }
 
+TEST_CASE("batch and interleave sizes beyond the data cost only the data") {
+  // tf.data: batch(2^40) of 5 elements is one batch of 5; a cycle of 2^40
+  // over 3 inputs opens the 3.
+  const int64_t huge = int64_t{1} << 40;
+  auto batches = collect(data::range(5).batch(huge));
+  REQUIRE(batches.size() == 1);
+  CHECK(batches[0].shape() == tpf::Shape{5});
+  CHECK(collect(data::range(5).batch(huge, true)).empty());
+  auto from = [](tpf::Tensor n) {
+    const int64_t k = n.item<int64_t>();
+    return data::range(10 * k, 10 * k + k);
+  };
+  CHECK(ints(data::range(1, 4).interleave(from, huge)) ==
+        std::vector<int64_t>{10, 20, 30, 21, 31, 32});
+  CHECK(ints(data::range(1, 4).interleave(from, huge, 2)) ==
+        std::vector<int64_t>{10, 20, 21, 30, 31, 32});
+  CHECK(ints(data::range(1, 4).interleave(from, huge, 1, 3)) ==
+        std::vector<int64_t>{10, 20, 30, 21, 31, 32});
+  CHECK(ints(data::range(0).interleave(from, huge)).empty());
+}
+
 TEST_CASE("ignore_errors skips only data and I/O errors") {
   auto flaky = [](auto error) {
     return data::range(6).map([error](tpf::Tensor x) {

@@ -128,6 +128,26 @@ TEST_CASE("FixedLengthRecordDataset: header, records, footer") {
 }
 
 TEST_CASE(
+    "FixedLengthRecordDataset: a record size beyond the file reads the "
+    "file, not record_bytes") {
+  TempDir dir;
+  spit(dir / "r.bin", "hdrAAAABBBBft");
+  for (int64_t record : {int64_t{1} << 40, INT64_MAX})
+    throws_with<tpf::DataLossError>(
+        [&] {
+          collect(data::FixedLengthRecordDataset(dir / "r.bin", record, 3, 2));
+        },
+        {"partial record of 8 bytes", "at byte 3"});
+  spit(dir / "r.gz", gzip("hdrAAAABBBBft"));
+  throws_with<tpf::DataLossError>(
+      [&] {
+        collect(data::FixedLengthRecordDataset(dir / "r.gz", int64_t{1} << 40,
+                                               3, INT64_MAX, "GZIP"));
+      },
+      {"a footer of", "got 10", "at byte 3"});
+}
+
+TEST_CASE(
     "FixedLengthRecordDataset: a partial record is DataLoss, not a skip") {
   TempDir dir;
   // header 3, two records of 4, 3 stray bytes at byte 11, footer 2.

@@ -1,6 +1,7 @@
 // File sources of tpf::data over io::detail::InputStream.
 #include "tapeflow/data/readers.hpp"
 
+#include <algorithm>
 #include <functional>
 
 #include "io/input_stream.hpp"
@@ -102,11 +103,7 @@ class FixedLengthRecordIterator final : public IteratorImpl<std::string> {
   std::optional<std::string> next() override {
     return walker_.next([this](InputStream& s) -> std::optional<std::string> {
       const size_t need = record_ + footer_;
-      const size_t have = window_.size();
-      if (have < need) {
-        window_.resize(need);
-        window_.resize(have + s.read(window_.data() + have, need - have));
-      }
+      fill_window(s, need);
       if (window_.size() == need) {
         std::string record = window_.substr(0, record_);
         window_.erase(0, record_);
@@ -127,6 +124,24 @@ class FixedLengthRecordIterator final : public IteratorImpl<std::string> {
   }
 
  private:
+  /**
+   * Reads until the window holds `need` bytes or the file ends. The window
+   * grows with what the file holds, in steps of at most kReadStep: a
+   * record_bytes far beyond the file is a partial-record DataLossError, not
+   * an allocation of record_bytes.
+   */
+  void fill_window(InputStream& s, size_t need) {
+    constexpr size_t kReadStep = size_t{1} << 20;
+    while (window_.size() < need) {
+      const size_t have = window_.size();
+      const size_t step = std::min(need - have, kReadStep);
+      window_.resize(have + step);
+      const size_t got = s.read(window_.data() + have, step);
+      window_.resize(have + got);
+      if (got < step) return;
+    }
+  }
+
   FileWalker<InputStream> walker_;
   const size_t record_, header_, footer_;
   std::string window_;

@@ -2,6 +2,7 @@
 // The batching transformations Dataset<T>::batch and padded_batch:
 // consecutive elements grouped and combined by the traits of
 // batch_traits.hpp. Included by dataset.hpp; include that.
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -20,7 +21,10 @@ namespace detail {
 template <class T>
 bool next_batch(IteratorImpl<T>& in, int64_t batch_size, bool drop_remainder,
                 std::vector<T>& elements) {
-  elements.reserve(static_cast<size_t>(batch_size));
+  // batch_size only bounds the batch: a batch(1 << 40) of a short dataset is
+  // one batch of everything, so room grows with the elements that arrive.
+  constexpr int64_t kReservedUpFront = 1024;
+  elements.reserve(static_cast<size_t>(std::min(batch_size, kReservedUpFront)));
   while (static_cast<int64_t>(elements.size()) < batch_size) {
     std::optional<T> x = in.next();
     if (!x) break;

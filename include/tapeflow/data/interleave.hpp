@@ -46,7 +46,7 @@ class InterleaveIterator final : public IteratorImpl<U> {
                      int64_t workers)
       : in_(std::move(in)),
         f_(std::move(f)),
-        cycle_(static_cast<size_t>(cycle_length)),
+        cycle_length_(static_cast<size_t>(cycle_length)),
         block_length_(block_length) {
     workers_.start(workers, [this] { work(); });
   }
@@ -56,6 +56,7 @@ class InterleaveIterator final : public IteratorImpl<U> {
   std::optional<U> next() override {
     std::unique_lock lock(mu_);
     while (!(input_ended_ && opened_.empty()) || open_ > 0) {
+      if (index_ == cycle_.size()) cycle_.emplace_back();
       std::shared_ptr<Inner>& slot = cycle_[index_];
       if (slot && !slot->results.empty()) {
         Outcome<U> r = std::move(slot->results.front());
@@ -106,9 +107,17 @@ class InterleaveIterator final : public IteratorImpl<U> {
     std::exception_ptr error;
   };
 
+  /**
+   * The cycle holds only the slots the walk has reached: cycle_length bounds
+   * it, and once the input has ended the slots never reached stay empty and
+   * are skipped, so a cycle_length far beyond the input costs nothing.
+   */
   void advance() {
     in_block_ = 0;
-    index_ = (index_ + 1) % cycle_.size();
+    ++index_;
+    if (index_ == cycle_length_ ||
+        (input_ended_ && opened_.empty() && index_ >= cycle_.size()))
+      index_ = 0;
   }
 
   /** One next() of `inner`, outside the lock. */
@@ -160,9 +169,9 @@ class InterleaveIterator final : public IteratorImpl<U> {
       return s && !s->busy && !s->ended &&
              static_cast<int64_t>(s->results.size()) < block_length_;
     };
-    for (size_t k = 0; k < cycle_.size(); ++k)
-      if (const auto& s = cycle_[(index_ + k) % cycle_.size()]; wants(s))
-        return s;
+    const size_t n = cycle_.size();
+    for (size_t k = 0; k < n; ++k)
+      if (const auto& s = cycle_[(index_ + k) % n]; wants(s)) return s;
     for (const Opened& o : opened_)
       if (wants(o.inner)) return o.inner;
     return nullptr;
@@ -173,7 +182,7 @@ class InterleaveIterator final : public IteratorImpl<U> {
     while (!stop_) {
       if (std::shared_ptr<Inner> inner = pick())
         produce(lock, std::move(inner));
-      else if (!input_busy_ && !input_ended_ && opened_.size() < cycle_.size())
+      else if (!input_busy_ && !input_ended_ && opened_.size() < cycle_length_)
         open_next(lock);
       else
         more_work_.wait(lock);
@@ -185,6 +194,7 @@ class InterleaveIterator final : public IteratorImpl<U> {
   std::mutex mu_;
   std::condition_variable ready_, more_work_;
   std::vector<std::shared_ptr<Inner>> cycle_;
+  const size_t cycle_length_;
   std::deque<Opened> opened_;
   const int64_t block_length_;
   // The consumer's walk (only the consumer changes these).
