@@ -349,10 +349,18 @@ TEST_CASE("read_idx reads plain and gzipped IDX files") {
   const std::string gz = slurp(dir / "img.gz");
   spit(dir / "gzcut.gz", gz.substr(0, gz.size() / 2));
   CHECK_THROWS_AS(tpf::io::read_idx(dir / "gzcut.gz"), tpf::IOError);
+  // Every byte of data there, the gzip trailer (CRC and length) cut off.
+  for (size_t cut : {size_t{1}, size_t{4}, size_t{8}}) {
+    spit(dir / "trailer.gz", gz.substr(0, gz.size() - cut));
+    check_idx_error(dir / "trailer.gz", "cut short");
+  }
   spit(dir / "long", images + "x");
   check_idx_error(dir / "long", "got more");
   spit(dir / "huge", idx_bytes(0x0E, {60000, 60000, 60000}, "abc"));
   check_idx_error(dir / "huge", "2^40");
+  // 8 bytes * 2^30 * 2^31 = 2^64: 0 bytes of data if multiplied unchecked.
+  spit(dir / "wrap", idx_bytes(0x0E, {1u << 30, 1u << 31}, ""));
+  check_idx_error(dir / "wrap", "2^40");
   check_idx_error(dir / "missing", "missing");
 }
 

@@ -60,8 +60,19 @@ size_t gz_read(gzFile f, unsigned char* buf, size_t n,
       throw IOError(std::string("[read_idx] expected readable data, got \"") +
                     (msg ? msg : "read error") + "\" in " + path);
     }
-    if (r == 0) break;
     done += static_cast<size_t>(r);
+    if (static_cast<unsigned>(r) < chunk) {
+      // zlib reports a gzip stream cut short (its trailer or more missing)
+      // as Z_BUF_ERROR beside a short read, not as a failed read.
+      int code = Z_OK;
+      gzerror(f, &code);
+      if (code == Z_BUF_ERROR)
+        throw IOError(
+            "[read_idx] expected a complete gzip stream, got one cut short "
+            "(truncated) after " +
+            std::to_string(gztell(f)) + " uncompressed bytes in " + path);
+      break;
+    }
   }
   return done;
 }
@@ -99,8 +110,8 @@ IdxRaw read_raw(const std::string& path) {
     const uint64_t extent = (uint64_t{d[0]} << 24) | (uint64_t{d[1]} << 16) |
                             (uint64_t{d[2]} << 8) | d[3];
     raw.shape.push_back(static_cast<int64_t>(extent));
-    total *= extent;
-    if (total > (uint64_t{1} << 40))
+    if (__builtin_mul_overflow(total, extent, &total) ||
+        total > (uint64_t{1} << 40))
       throw IOError(
           "[read_idx] expected less than 2^40 bytes of data, got "
           "shape " +
@@ -248,7 +259,7 @@ void scale_image(const MnistBytes& m, int64_t index, float* dst) {
 }  // namespace
 
 Tensor MnistBytes::images(int64_t begin, int64_t count) const {
-  if (begin < 0 || count < 0 || begin + count > size())
+  if (begin < 0 || count < 0 || begin > size() || count > size() - begin)
     throw IndexError("[mnist_images] expected a range inside [0, " +
                      std::to_string(size()) + "), got " +
                      std::to_string(begin) + " + " + std::to_string(count));
