@@ -131,6 +131,35 @@ TEST_CASE("custom_gradient replaces the rule of the wrapped computation") {
   CHECK_CLOSE(tape.gradient(tpf::sum(y), {x})[0], tpf::tensor({10.0, 10.0}));
 }
 
+TEST_CASE("custom_gradient refuses a gradient that does not fit its input") {
+  const auto x = tpf::tensor({1.0, 2.0});
+  auto run = [&](std::function<Ts(const Ts&)> grad) {
+    tpf::GradientTape tape;
+    tape.watch(x);
+    const auto y = tpf::custom_gradient(
+        [&](const Ts& in) {
+          return tpf::CustomResult{{in[0] * 2.0}, grad};
+        },
+        {x})[0];
+    return tape.gradient(tpf::sum(y), {x})[0];
+  };
+  // Summed to fit before: a (3, 2) gradient for a (2,) input.
+  CHECK_THROWS_WITH_AS(
+      run([](const Ts&) {
+        return Ts{tpf::ones({3, 2}, tpf::float64)};
+      }),
+      "[custom_gradient] expected the gradient of input 0 to have its shape "
+      "(2,), got (3, 2)",
+      tpf::ShapeError);
+  CHECK_THROWS_WITH_AS(
+      run([](const Ts&) { return Ts{tpf::ones({2}, tpf::float32)}; }),
+      "[custom_gradient] expected the gradient of input 0 to have its dtype "
+      "float64, got float32",
+      tpf::DTypeError);
+  // No gradient for an input is allowed: it reads as zero.
+  CHECK_FALSE(run([](const Ts&) { return Ts{tpf::Tensor()}; }).defined());
+}
+
 TEST_CASE("a 100,000-op chain differentiates without deep recursion") {
   const auto x = tpf::tensor({1.0});
   tpf::GradientTape tape;

@@ -1,5 +1,6 @@
 #include "autograd/tape_state.hpp"
 #include "core/creation_internal.hpp"
+#include "core/op_error.hpp"
 #include "core/registry.hpp"
 #include "tapeflow/autograd.hpp"
 #include "tapeflow/creation.hpp"
@@ -59,10 +60,29 @@ class CustomNode final : public autograd::Node {
           "[custom_gradient] expected the gradient function to return " +
           std::to_string(input_specs.size()) + " gradients, got " +
           std::to_string(gx.size()));
+    for (size_t i = 0; i < gx.size(); ++i) check_gradient(i, gx[i]);
     return gx;
   }
 
  private:
+  /**
+   * The user's gradient must match its input as TensorFlow requires; the
+   * tape would otherwise sum a wrong-shaped one down to fit, silently.
+   */
+  void check_gradient(size_t i, const Tensor& g) const {
+    if (!g.defined()) return;  // no gradient for this input
+    const autograd::TensorSpec& x = input_specs[i];
+    if (g.shape() != x.shape)
+      throw op_error<ShapeError>(
+          "custom_gradient", "expected the gradient of input ", i,
+          " to have its shape ", x.shape.str(), ", got ", g.shape().str());
+    if (g.dtype() != x.dtype)
+      throw op_error<DTypeError>("custom_gradient",
+                                 "expected the gradient of input ", i,
+                                 " to have its dtype ", dtype_name(x.dtype),
+                                 ", got ", dtype_name(g.dtype()));
+  }
+
   GradFunction grad_;
   std::vector<autograd::TensorSpec> outs_;
 };
