@@ -1,5 +1,6 @@
 // Elementwise kernels: unary and binary math, comparisons, logical ops,
 // where, cast (also the strided copy behind contiguous()) and fill.
+#include "core/convert_value.hpp"
 #include "core/dtype_dispatch.hpp"
 #include "elementwise.cuh"
 #include "functors.cuh"
@@ -42,10 +43,7 @@ struct CastBody {
   To* o;
   const From* a;
   __device__ void operator()(const int64_t* off) const {
-    if constexpr (std::is_same_v<To, uint8_t>)
-      o[off[0]] = a[off[1]] != From(0);
-    else
-      o[off[0]] = static_cast<To>(a[off[1]]);
+    o[off[0]] = convert_value<To>(a[off[1]]);
   }
 };
 template <class T>

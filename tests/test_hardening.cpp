@@ -182,3 +182,25 @@ TEST_CASE("a scalar an integer dtype cannot hold is an error, not a wrap") {
         std::vector<int64_t>{2147483647});
   CHECK((tpf::tensor({1}) + 0.5).dtype() == tpf::float32);
 }
+
+TEST_CASE("a float cast into an integer dtype saturates; NaN is 0") {
+  constexpr double nan = std::numeric_limits<double>::quiet_NaN();
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  const auto x = tpf::tensor(
+      {nan, inf, -inf, 1e10, -1e10, 2147483647.9, -2147483648.9, 3.7, -3.7});
+  CHECK(x.cast(tpf::int32).to_vector<int>() ==
+        std::vector<int>{0, INT32_MAX, INT32_MIN, INT32_MAX, INT32_MIN,
+                         INT32_MAX, INT32_MIN, 3, -3});
+  // 2^63 is the first double past INT64_MAX; the double below it converts.
+  const auto y = tpf::tensor({9.3e18, -9.3e18, 9223372036854774784.0, nan});
+  CHECK(y.cast(tpf::int64).to_vector<int64_t>() ==
+        std::vector<int64_t>{INT64_MAX, INT64_MIN, 9223372036854774784, 0});
+  // float32 through a strided view, as contiguous() copies.
+  const auto f = tpf::transpose(
+      tpf::reshape(tpf::tensor({3e9f, 1.5f, -3e9f, 2.5f}), {2, 2}));
+  CHECK(f.cast(tpf::int32).to_vector<int>() ==
+        std::vector<int>{INT32_MAX, INT32_MIN, 1, 2});
+  // Into bool, NaN is non-zero: true, as in NumPy.
+  CHECK(tpf::tensor({nan, 0.0}).cast(tpf::bool_).to_vector<int>() ==
+        std::vector<int>{1, 0});
+}

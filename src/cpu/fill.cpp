@@ -2,6 +2,7 @@
 #include <cmath>
 #include <numbers>
 
+#include "core/convert_value.hpp"
 #include "core/dtype_dispatch.hpp"
 #include "core/philox.hpp"
 #include "cpu/strided_loop.hpp"
@@ -10,14 +11,6 @@
 
 namespace tapeflow::cpu {
 namespace {
-
-template <class To, class From>
-To convert(From v) {
-  if constexpr (std::is_same_v<To, uint8_t>)
-    return v != From(0);  // bool_: any non-zero is true
-  else
-    return static_cast<To>(v);
-}
 
 /** Strided copy with conversion; out may itself be a strided view. */
 void cast(const Cast&, Inputs in, const Outputs& outs) {
@@ -34,10 +27,10 @@ void cast(const Cast&, Inputs in, const Outputs& outs) {
                            const From* pa = a + off[1];
                            if (st[0] == 1 && st[1] == 1) {
                              for (int64_t i = 0; i < n; ++i)
-                               po[i] = convert<To>(pa[i]);
+                               po[i] = convert_value<To>(pa[i]);
                            } else {
                              for (int64_t i = 0; i < n; ++i)
-                               po[i * st[0]] = convert<To>(pa[i * st[1]]);
+                               po[i * st[0]] = convert_value<To>(pa[i * st[1]]);
                            }
                          });
     });
@@ -49,7 +42,7 @@ void full(const Full& op, Inputs, const Outputs& outs) {
   dispatch_all(out.dtype(), [&](auto tag) {
     using T = decltype(tag);
     T* o = static_cast<T*>(out.raw_data());
-    const T v = convert<T>(op.value);
+    const T v = convert_value<T>(op.value);
     parallel_for(out.numel(), kParallelGrain,
                  [&](int64_t b, int64_t e) { std::fill(o + b, o + e, v); });
   });

@@ -50,7 +50,12 @@ Tensor logical_or(const Tensor& x, const Tensor& y);
 Tensor logical_not(const Tensor& x);
 /** x where cond is true, else y (all three broadcast). */
 Tensor where(const Tensor& cond, const Tensor& x, const Tensor& y);
-/** Conversion to another dtype (gradient flows between float types). */
+/**
+ * Conversion to another dtype (gradient flows between float types). Floats
+ * into an integer dtype truncate toward zero and saturate: NaN becomes 0, a
+ * value beyond the range its nearest bound. Into bool, non-zero (NaN too) is
+ * true; integers into narrower integers wrap, as in NumPy.
+ */
 Tensor cast(const Tensor& x, DType dtype);
 
 Tensor operator+(const Tensor& x, const Tensor& y);
