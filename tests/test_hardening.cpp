@@ -204,3 +204,90 @@ TEST_CASE("a float cast into an integer dtype saturates; NaN is 0") {
   CHECK(tpf::tensor({nan, 0.0}).cast(tpf::bool_).to_vector<int>() ==
         std::vector<int>{1, 0});
 }
+
+TEST_CASE("errors name the op the user called, in the user's terms") {
+  const auto f = tpf::ones({2, 3});
+  expect_error<tpf::DTypeError>(
+      [] {
+        (void)tpf::nn::log_softmax(tpf::tensor({true, false}));
+      },
+      "[log_softmax] expected float32 or float64 logits, got bool");
+  expect_error<tpf::DTypeError>(
+      [] {
+        (void)tpf::nn::softmax(tpf::tensor({1, 2}));
+      },
+      "[softmax] expected float32 or float64 logits, got int32");
+  expect_error<tpf::IndexError>([&] { (void)tpf::nn::crelu(f, 2); },
+                                "[crelu] expected an axis in [-2, 2), got 2");
+  // Errors of the ops inside a composite name the composite first.
+  expect_error<tpf::ShapeError>(
+      [&] {
+        (void)tpf::nn::layer_normalization(f, 1, tpf::ones({4}), tpf::Tensor());
+      },
+      "[layer_normalization] mul: expected broadcastable shapes, got (2, 3) "
+      "and (4,)");
+  expect_error<tpf::IndexError>(
+      [&] { (void)tpf::nn::moments(f, {5}); },
+      "[moments] mean: expected an axis in [-2, 2), got 5");
+  expect_error<tpf::ShapeError>(
+      [] {
+        (void)tpf::nn::sparse_softmax_cross_entropy_with_logits(
+            tpf::reshape(tpf::tensor({0}), {}),
+            tpf::reshape(tpf::tensor({1.f}), {}));
+      },
+      "[sparse_softmax_cross_entropy_with_logits] expected logits of rank >= "
+      "1 (..., classes), got shape ()");
+  expect_error<tpf::DTypeError>(
+      [] {
+        (void)tpf::nn::sparse_softmax_cross_entropy_with_logits(
+            tpf::tensor({0}), tpf::tensor({{1, 2}}));
+      },
+      "[sparse_softmax_cross_entropy_with_logits] log_softmax: expected "
+      "float32 or float64 logits, got int32");
+  // NHWC convolutions speak of the user's NHWC shapes, not NCHW internals.
+  tpf::nn::ConvOptions nhwc;
+  nhwc.data_format = "NHWC";
+  expect_error<tpf::ShapeError>(
+      [&] {
+        (void)tpf::nn::conv2d(tpf::ones({1, 8, 8, 3}), tpf::ones({3, 3, 4, 5}),
+                              nhwc);
+      },
+      "[conv2d] expected input channels 3 = filter in-channels * groups, got "
+      "4 * 1");
+  expect_error<tpf::ShapeError>(
+      [&] {
+        (void)tpf::nn::conv2d_transpose(tpf::ones({1, 4, 4, 5}),
+                                        tpf::ones({3, 3, 2, 5}), {1, 7, 7, 2},
+                                        nhwc);
+      },
+      "[conv2d_transpose] expected x of shape (1, 5, 5, 5) for output_shape "
+      "(1, 7, 7, 2), got (1, 4, 4, 5)");
+}
+
+TEST_CASE("split: sizes as tf.split takes them, one may be -1") {
+  const auto x = tpf::arange(0, 5, 1, tpf::float32);
+  const auto parts = tpf::split(x, std::vector<int64_t>{2, -1}, 0);
+  REQUIRE(parts.size() == 2);
+  CHECK(parts[1].to_vector<float>() == std::vector<float>{2.f, 3.f, 4.f});
+  CHECK(tpf::split(x, std::vector<int64_t>{-1, 5}, 0)[0].numel() == 0);
+  expect_error<tpf::ShapeError>(
+      [&] {
+        (void)tpf::split(x, std::vector<int64_t>{-1, 6}, 0);
+      },
+      "[split] expected sizes summing to at most 5 (axis 0), got (-1, 6)");
+  expect_error<tpf::ShapeError>(
+      [&] {
+        (void)tpf::split(x, std::vector<int64_t>{-2, 7}, 0);
+      },
+      "[split] expected sizes >= 0 (one may be -1) summing to 5");
+  expect_error<tpf::ShapeError>(
+      [&] {
+        (void)tpf::split(x, std::vector<int64_t>{-1, -1, 5}, 0);
+      },
+      "[split] expected sizes >= 0");
+  expect_error<tpf::ValueError>(
+      [&] {
+        (void)tpf::split(x, std::vector<int64_t>{INT64_MAX, INT64_MAX}, 0);
+      },
+      "[split] expected the sum of sizes to fit in int64");
+}

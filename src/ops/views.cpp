@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "core/checked.hpp"
+#include "core/op_error.hpp"
 #include "ops/apply.hpp"
 #include "ops/axes.hpp"
 #include "ops/shape_ops.hpp"
@@ -165,15 +166,30 @@ Tensor expand_dims(const Tensor& x, int64_t axis) {
 std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes,
                           int64_t axis) {
   const int64_t a = normalize_axis(axis, x.rank(), "split");
-  int64_t total = 0;
-  for (int64_t s : sizes) total += s;
-  if (total != x.shape()[a])
-    throw ShapeError("[split] expected sizes summing to " +
-                     std::to_string(x.shape()[a]) + " (axis " +
-                     std::to_string(axis) + "), got " + list_str(sizes));
+  const int64_t extent = x.shape()[a];
+  const auto wrong_sizes = [&](const char* expected) {
+    return op_error<ShapeError>("split", "expected ", expected, " ", extent,
+                                " (axis ", axis, "), got ", list_str(sizes));
+  };
+  // tf.split: one size may be -1, the rest of the axis.
+  std::vector<int64_t> parts_sizes = sizes;
+  int64_t total = 0, inferred = -1;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i] == -1 && inferred < 0)
+      inferred = static_cast<int64_t>(i);
+    else if (sizes[i] < 0)
+      throw wrong_sizes("sizes >= 0 (one may be -1) summing to");
+    else
+      total = checked_add(total, sizes[i], "split", "the sum of sizes");
+  }
+  if (inferred >= 0 && total <= extent)
+    parts_sizes[inferred] = extent - total;
+  else if (total != extent)
+    throw wrong_sizes(inferred >= 0 ? "sizes summing to at most"
+                                    : "sizes summing to");
   std::vector<Tensor> parts;
   std::vector<int64_t> begin(x.rank(), 0), size = x.shape().to_vector();
-  for (int64_t s : sizes) {
+  for (int64_t s : parts_sizes) {
     size[a] = s;
     parts.push_back(slice(x, begin, size));
     begin[a] += s;

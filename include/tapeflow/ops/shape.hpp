@@ -15,7 +15,10 @@ Tensor transpose(const Tensor& x, const std::vector<int64_t>& perm = {});
 Tensor concat(const std::vector<Tensor>& tensors, int64_t axis);
 /** Splits into `num` equal parts along `axis`. */
 std::vector<Tensor> split(const Tensor& x, int64_t num, int64_t axis = 0);
-/** Splits into parts of the given sizes along `axis`. */
+/**
+ * Splits into parts of the given sizes along `axis`; one size may be -1, the
+ * rest of the axis (tf.split).
+ */
 std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes,
                           int64_t axis = 0);
 /** x[begin : begin + size] per axis; size -1 means "to the end". */

@@ -3,7 +3,9 @@
 
 #include <cmath>
 
+#include "core/op_error.hpp"
 #include "ops/axes.hpp"
+#include "ops/composite.hpp"
 #include "tapeflow/autograd.hpp"
 #include "tapeflow/ops/math.hpp"
 #include "tapeflow/ops/reduce.hpp"
@@ -21,6 +23,13 @@ Tensor negative_part_expm1(const Tensor& x) {
   return expm1(minimum(x, zero_like(x)));
 }
 
+/** Softmax is defined on real numbers: float32 and float64, as in TF. */
+void check_floating_logits(const Tensor& logits, const char* op) {
+  if (!is_floating(logits.dtype()))
+    throw op_error<DTypeError>(op, "expected float32 or float64 logits, got ",
+                               dtype_name(logits.dtype()));
+}
+
 }  // namespace
 
 Tensor relu(const Tensor& x) {
@@ -28,30 +37,41 @@ Tensor relu(const Tensor& x) {
 }
 
 Tensor relu6(const Tensor& x) {
-  return clip(tapeflow::relu(x), 0.0, 6.0);
+  return composite("relu6", [&] { return clip(tapeflow::relu(x), 0.0, 6.0); });
 }
 
 Tensor crelu(const Tensor& x, int64_t axis) {
-  return concat({tapeflow::relu(x), tapeflow::relu(-x)}, axis);
+  // The output has x's rank: the axis is checked against x, not concat's
+  // list of two.
+  const int64_t a = normalize_axis(axis, x.rank(), "crelu");
+  return composite("crelu", [&] {
+    return concat({tapeflow::relu(x), tapeflow::relu(-x)}, a);
+  });
 }
 
 Tensor elu(const Tensor& x, double alpha) {
-  return where(x > zero_like(x), x, alpha * negative_part_expm1(x));
+  return composite("elu", [&] {
+    return where(x > zero_like(x), x, alpha * negative_part_expm1(x));
+  });
 }
 
 Tensor selu(const Tensor& x) {
-  constexpr double kAlpha = 1.6732632423543772848170429916717;
-  constexpr double kScale = 1.0507009873554804934193349852946;
-  return kScale * elu(x, kAlpha);
+  return composite("selu", [&] {
+    constexpr double kAlpha = 1.6732632423543772848170429916717;
+    constexpr double kScale = 1.0507009873554804934193349852946;
+    return kScale * elu(x, kAlpha);
+  });
 }
 
 Tensor softplus(const Tensor& x) {
-  // log(1 + e**x) = max(x, 0) + log1p(e**-|x|)
-  return maximum(x, zero_like(x)) + log1p(exp(-abs(x)));
+  return composite("softplus", [&] {
+    // log(1 + e**x) = max(x, 0) + log1p(e**-|x|)
+    return maximum(x, zero_like(x)) + log1p(exp(-abs(x)));
+  });
 }
 
 Tensor softsign(const Tensor& x) {
-  return x / (1.0 + abs(x));
+  return composite("softsign", [&] { return x / (1.0 + abs(x)); });
 }
 
 Tensor sigmoid(const Tensor& x) {
@@ -63,15 +83,18 @@ Tensor tanh(const Tensor& x) {
 }
 
 Tensor leaky_relu(const Tensor& x, double alpha) {
-  return where(x > zero_like(x), x, alpha * x);
+  return composite("leaky_relu",
+                   [&] { return where(x > zero_like(x), x, alpha * x); });
 }
 
 Tensor gelu(const Tensor& x, bool approximate) {
-  if (approximate) {
-    const double k = std::sqrt(2.0 / M_PI);
-    return 0.5 * x * (1.0 + tapeflow::tanh(k * (x + 0.044715 * x * x * x)));
-  }
-  return 0.5 * x * (1.0 + erf(x * M_SQRT1_2));
+  return composite("gelu", [&] {
+    if (approximate) {
+      const double k = std::sqrt(2.0 / M_PI);
+      return 0.5 * x * (1.0 + tapeflow::tanh(k * (x + 0.044715 * x * x * x)));
+    }
+    return 0.5 * x * (1.0 + erf(x * M_SQRT1_2));
+  });
 }
 
 Tensor bias_add(const Tensor& value, const Tensor& bias,
@@ -97,17 +120,24 @@ Tensor bias_add(const Tensor& value, const Tensor& bias,
 }
 
 Tensor softmax(const Tensor& logits, int64_t axis) {
-  const int64_t a = normalize_axis(axis, logits.rank(), "softmax");
-  // Shift-invariant: subtracting the (constant) max keeps exp from overflowing.
-  const Tensor shifted = logits - stop_gradient(max(logits, {a}, true));
-  const Tensor e = exp(shifted);
-  return e / sum(e, {a}, true);
+  check_floating_logits(logits, "softmax");
+  return composite("softmax", [&] {
+    const int64_t a = normalize_axis(axis, logits.rank(), "softmax");
+    // Shift-invariant: subtracting the (constant) max keeps exp from
+    // overflowing.
+    const Tensor shifted = logits - stop_gradient(max(logits, {a}, true));
+    const Tensor e = exp(shifted);
+    return e / sum(e, {a}, true);
+  });
 }
 
 Tensor log_softmax(const Tensor& logits, int64_t axis) {
-  const int64_t a = normalize_axis(axis, logits.rank(), "log_softmax");
-  const Tensor shifted = logits - stop_gradient(max(logits, {a}, true));
-  return shifted - log(sum(exp(shifted), {a}, true));
+  check_floating_logits(logits, "log_softmax");
+  return composite("log_softmax", [&] {
+    const int64_t a = normalize_axis(axis, logits.rank(), "log_softmax");
+    const Tensor shifted = logits - stop_gradient(max(logits, {a}, true));
+    return shifted - log(sum(exp(shifted), {a}, true));
+  });
 }
 
 }  // namespace tapeflow::nn

@@ -82,6 +82,7 @@ namespace {
 
 using layout::channels_last;
 using layout::shape_to_channels_first;
+using layout::shape_to_channels_last;
 using layout::to_channels_first;
 using layout::to_channels_last;
 
@@ -128,8 +129,7 @@ ConvAttrs resolve(const char* op, const Shape& x, const Shape& w,
   if (x[1] != w[1] * groups)
     throw op_error<ShapeError>(op, "expected input channels ", x[1],
                                " = filter in-channels * groups, got ", w[1],
-                               " * ", groups, " (x ", x.str(), ", filter ",
-                               w.str(), ")");
+                               " * ", groups);
   const Padding& p = o.padding;
   for (int64_t i = 0; i < nsp; ++i) {
     const int64_t in = x[i + 2], s = a.strides[i];
@@ -209,9 +209,10 @@ Tensor conv_transpose_nd(const char* op, int64_t nsp, const Tensor& x,
   const ConvAttrs attrs = resolve(op, out, wc.shape(), o, o.groups);
   const Shape forward = attrs.output_shape(out, wc.shape());
   if (!(forward == xc.shape()))
-    throw op_error<ShapeError>(op, "expected x of shape ", forward.str(),
-                               " (channels-first) for output_shape ",
-                               output_shape.str(), ", got ", xc.shape().str());
+    throw op_error<ShapeError>(
+        op, "expected x of shape ",
+        (last ? shape_to_channels_last(forward) : forward).str(),
+        " for output_shape ", output_shape.str(), ", got ", x.shape().str());
   auto [xp, wp] = promote_pair(xc, wc, op);
   const Tensor y = apply(ConvGradInput{attrs, out}, {xp, wp});
   return last ? to_channels_last(y) : y;

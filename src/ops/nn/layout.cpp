@@ -38,6 +38,13 @@ Shape shape_to_channels_first(const Shape& s) {
   return out;
 }
 
+Shape shape_to_channels_last(const Shape& s) {
+  Shape out{s[0]};
+  for (int64_t i = 2; i < s.size(); ++i) out.push_back(s[i]);
+  out.push_back(s[1]);
+  return out;
+}
+
 namespace {
 
 /** "[2, 1]": an options list as the user wrote it. */

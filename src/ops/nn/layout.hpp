@@ -25,6 +25,8 @@ Tensor to_channels_first(const Tensor& x);
 Tensor to_channels_last(const Tensor& y);
 /** The shape to_channels_first gives for a tensor of shape `s`. */
 Shape shape_to_channels_first(const Shape& s);
+/** The shape to_channels_last gives for a tensor of shape `s`. */
+Shape shape_to_channels_last(const Shape& s);
 
 /**
  * One entry per spatial axis from an options list (strides, dilations,

@@ -3,6 +3,7 @@
 
 #include "core/op_error.hpp"
 #include "ops/axes.hpp"
+#include "ops/composite.hpp"
 #include "tapeflow/nn/activations.hpp"
 #include "tapeflow/ops/math.hpp"
 #include "tapeflow/ops/reduce.hpp"
@@ -23,60 +24,74 @@ void check_same_shape(const Tensor& labels, const Tensor& logits,
 
 Tensor sigmoid_cross_entropy_with_logits(const Tensor& labels,
                                          const Tensor& logits) {
-  check_same_shape(labels, logits, "sigmoid_cross_entropy_with_logits");
-  const Tensor z = labels.cast(logits.dtype());
-  return maximum(logits, scalar_like(logits, 0.0)) - logits * z +
-         log1p(exp(-abs(logits)));
+  return composite("sigmoid_cross_entropy_with_logits", [&] {
+    check_same_shape(labels, logits, "sigmoid_cross_entropy_with_logits");
+    const Tensor z = labels.cast(logits.dtype());
+    return maximum(logits, scalar_like(logits, 0.0)) - logits * z +
+           log1p(exp(-abs(logits)));
+  });
 }
 
 Tensor softmax_cross_entropy_with_logits(const Tensor& labels,
                                          const Tensor& logits, int64_t axis) {
-  check_same_shape(labels, logits, "softmax_cross_entropy_with_logits");
-  const int64_t a =
-      normalize_axis(axis, logits.rank(), "softmax_cross_entropy_with_logits");
-  return -sum(labels.cast(logits.dtype()) * log_softmax(logits, a), {a});
+  return composite("softmax_cross_entropy_with_logits", [&] {
+    check_same_shape(labels, logits, "softmax_cross_entropy_with_logits");
+    const int64_t a = normalize_axis(axis, logits.rank(),
+                                     "softmax_cross_entropy_with_logits");
+    return -sum(labels.cast(logits.dtype()) * log_softmax(logits, a), {a});
+  });
 }
 
 Tensor sparse_softmax_cross_entropy_with_logits(const Tensor& labels,
                                                 const Tensor& logits) {
   constexpr const char* op = "sparse_softmax_cross_entropy_with_logits";
-  if (!is_integral(labels.dtype()))
-    throw op_error<DTypeError>(op, "expected int32 or int64 labels, got ",
-                               dtype_name(labels.dtype()));
-  if (logits.rank() < 1 || labels.rank() != logits.rank() - 1)
-    throw op_error<ShapeError>(
-        op, "expected labels of rank ", logits.rank() - 1, " for logits ",
-        logits.shape().str(), ", got ", labels.shape().str());
-  for (int64_t i = 0; i < labels.rank(); ++i)
-    if (labels.shape()[i] != logits.shape()[i])
-      throw op_error<ShapeError>(op, "expected labels of shape ",
-                                 labels.shape().str(), " to match logits ",
-                                 logits.shape().str(), " on the leading axes");
-  const int64_t classes = logits.shape()[logits.rank() - 1];
-  if (labels.numel() > 0) {
-    const int64_t lo = min(labels).item<int64_t>(),
-                  hi = max(labels).item<int64_t>();
-    if (lo < 0 || hi >= classes)
-      throw op_error<IndexError>(op, "expected labels in [0, ", classes,
-                                 "), got ", lo < 0 ? lo : hi);
-  }
-  const Tensor picked = one_hot(labels, classes, 1.0, 0.0, logits.dtype());
-  return -sum(picked * log_softmax(logits, -1), {-1});
+  return composite(op, [&] {
+    if (!is_integral(labels.dtype()))
+      throw op_error<DTypeError>(op, "expected int32 or int64 labels, got ",
+                                 dtype_name(labels.dtype()));
+    if (logits.rank() < 1)
+      throw op_error<ShapeError>(
+          op, "expected logits of rank >= 1 (..., classes), got shape ",
+          logits.shape().str());
+    if (labels.rank() != logits.rank() - 1)
+      throw op_error<ShapeError>(
+          op, "expected labels of rank ", logits.rank() - 1, " for logits ",
+          logits.shape().str(), ", got ", labels.shape().str());
+    for (int64_t i = 0; i < labels.rank(); ++i)
+      if (labels.shape()[i] != logits.shape()[i])
+        throw op_error<ShapeError>(
+            op, "expected labels of shape ", labels.shape().str(),
+            " to match logits ", logits.shape().str(), " on the leading axes");
+    const int64_t classes = logits.shape()[logits.rank() - 1];
+    if (labels.numel() > 0) {
+      const int64_t lo = min(labels).item<int64_t>(),
+                    hi = max(labels).item<int64_t>();
+      if (lo < 0 || hi >= classes)
+        throw op_error<IndexError>(op, "expected labels in [0, ", classes,
+                                   "), got ", lo < 0 ? lo : hi);
+    }
+    const Tensor picked = one_hot(labels, classes, 1.0, 0.0, logits.dtype());
+    return -sum(picked * log_softmax(logits, -1), {-1});
+  });
 }
 
 Tensor l2_loss(const Tensor& t) {
-  return sum(square(t)) * 0.5;
+  return composite("l2_loss", [&] { return sum(square(t)) * 0.5; });
 }
 
 Tensor mean_squared_error(const Tensor& labels, const Tensor& predictions) {
-  check_same_shape(labels, predictions, "mean_squared_error");
-  return mean(square(labels.cast(predictions.dtype()) - predictions), {-1});
+  return composite("mean_squared_error", [&] {
+    check_same_shape(labels, predictions, "mean_squared_error");
+    return mean(square(labels.cast(predictions.dtype()) - predictions), {-1});
+  });
 }
 
 Tensor hinge_loss(const Tensor& labels, const Tensor& logits) {
-  check_same_shape(labels, logits, "hinge_loss");
-  const Tensor sign = 2.0 * labels.cast(logits.dtype()) - 1.0;
-  return tapeflow::relu(1.0 - sign * logits);
+  return composite("hinge_loss", [&] {
+    check_same_shape(labels, logits, "hinge_loss");
+    const Tensor sign = 2.0 * labels.cast(logits.dtype()) - 1.0;
+    return tapeflow::relu(1.0 - sign * logits);
+  });
 }
 
 }  // namespace tapeflow::nn

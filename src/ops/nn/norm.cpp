@@ -2,6 +2,7 @@
 // composites; fused_batch_norm as an op whose gradient is an op too.
 #include "core/op_error.hpp"
 #include "ops/apply.hpp"
+#include "ops/composite.hpp"
 #include "ops/nn/norm_ops.hpp"
 #include "tapeflow/autograd.hpp"
 #include "tapeflow/creation.hpp"
@@ -33,18 +34,22 @@ namespace nn {
 Tensor batch_normalization(const Tensor& x, const Tensor& mean,
                            const Tensor& variance, const Tensor& offset,
                            const Tensor& scale, double variance_epsilon) {
-  Tensor inv = rsqrt(variance + variance_epsilon);
-  if (scale.defined()) inv = inv * scale;
-  return x * inv + (offset.defined() ? offset - mean * inv : -(mean * inv));
+  return composite("batch_normalization", [&] {
+    Tensor inv = rsqrt(variance + variance_epsilon);
+    if (scale.defined()) inv = inv * scale;
+    return x * inv + (offset.defined() ? offset - mean * inv : -(mean * inv));
+  });
 }
 
 std::pair<Tensor, Tensor> moments(const Tensor& x,
                                   const std::vector<int64_t>& axes,
                                   bool keepdims) {
-  // d var / d mean is 0, so the mean needs no gradient path here (as in TF).
-  const Tensor m = mean(x, axes, true);
-  const Tensor v = mean(square(x - stop_gradient(m)), axes, keepdims);
-  return {keepdims ? m : reshape(m, v.shape()), v};
+  return composite("moments", [&] {
+    // d var / d mean is 0, so the mean needs no gradient path here (as in TF).
+    const Tensor m = mean(x, axes, true);
+    const Tensor v = mean(square(x - stop_gradient(m)), axes, keepdims);
+    return std::pair{keepdims ? m : reshape(m, v.shape()), v};
+  });
 }
 
 Tensor layer_normalization(const Tensor& x, int64_t begin_axis,
@@ -56,13 +61,15 @@ Tensor layer_normalization(const Tensor& x, int64_t begin_axis,
                      std::to_string(-x.rank()) + ", " +
                      std::to_string(x.rank()) + "), got " +
                      std::to_string(begin_axis));
-  std::vector<int64_t> axes;
-  for (int64_t i = begin_axis; i < x.rank(); ++i) axes.push_back(i);
-  const auto [m, v] = moments(x, axes, true);
-  Tensor y = (x - m) * rsqrt(v + epsilon);
-  if (gamma.defined()) y = y * gamma;
-  if (beta.defined()) y = y + beta;
-  return y;
+  return composite("layer_normalization", [&] {
+    std::vector<int64_t> axes;
+    for (int64_t i = begin_axis; i < x.rank(); ++i) axes.push_back(i);
+    const auto [m, v] = moments(x, axes, true);
+    Tensor y = (x - m) * rsqrt(v + epsilon);
+    if (gamma.defined()) y = y * gamma;
+    if (beta.defined()) y = y + beta;
+    return y;
+  });
 }
 
 std::pair<Tensor, Tensor> batch_moments(const Tensor& x) {
