@@ -46,7 +46,9 @@ class GradientTape {
   bool persistent() const;
 
  private:
-  std::unique_ptr<autograd::TapeState> state_;
+  // Shared with this thread's list of recording tapes, so that destroying
+  // the tape on another thread leaves the owner a valid entry to drop.
+  std::shared_ptr<autograd::TapeState> state_;
 };
 
 /** A trainable tensor: watched by tapes automatically; updated in place. */

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "autograd/node_pool.hpp"
+#include "autograd/saved.hpp"
 #include "core/op_error.hpp"
 #include "core/payload.hpp"
 #include "core/small_vector.hpp"
@@ -140,28 +141,30 @@ class OpNode final : public Node {
   const char* name() const override { return Op::name; }
   std::vector<Tensor> backward(std::span<const Tensor> grads,
                                uint32_t needs) const override {
+    std::vector<Tensor> inputs_moved, outputs_moved;
     const VjpArgs args(
-        Op::name, Op::save, saved(saved_inputs_), saved(saved_outputs_), grads,
+        Op::name, Op::save, recorded(saved_inputs_, "input", inputs_moved),
+        recorded(saved_outputs_, "output", outputs_moved), grads,
         {input_specs.begin(), input_specs.size()}, needs, payload_);
     return op_.vjp(args);
   }
 
  private:
   template <class V>
-  static std::span<const Tensor> saved(const V& v) {
+  static std::span<const Tensor> recorded(const V& v, const char* what,
+                                          std::vector<Tensor>& scratch) {
     if constexpr (std::is_same_v<V, Nothing>)
       return {};
     else
-      return {v.begin(), v.size()};
+      return as_recorded(Op::name, what, {v.tensors.begin(), v.tensors.size()},
+                         {v.stamps.begin(), v.stamps.size()}, scratch);
   }
 
   Op op_;
   // Only what the op saves takes room and time in its node.
-  [[no_unique_address]] std::conditional_t<kInputs, SmallVector<Tensor, 2>,
-                                           Nothing>
+  [[no_unique_address]] std::conditional_t<kInputs, SavedTensors<2>, Nothing>
       saved_inputs_;
-  [[no_unique_address]] std::conditional_t<kOutputs, SmallVector<Tensor, 1>,
-                                           Nothing>
+  [[no_unique_address]] std::conditional_t<kOutputs, SavedTensors<1>, Nothing>
       saved_outputs_;
   PayloadPtr payload_;
 };

@@ -21,7 +21,8 @@ constinit thread_local int g_recording_tapes
 
 namespace {
 
-thread_local std::vector<TapeState*> t_tapes  // alive on this thread
+// Tapes recording this thread's ops. Only this thread touches the vector.
+thread_local std::vector<std::shared_ptr<TapeState>> t_tapes
     __attribute__((tls_model("initial-exec")));
 thread_local int t_no_grad = 0;
 
@@ -42,26 +43,39 @@ bool is_live(uint64_t serial) {
 }  // namespace
 
 void refresh_recording() {
+  std::erase_if(t_tapes, [](const std::shared_ptr<TapeState>& t) {
+    return t->abandoned.load(std::memory_order_acquire);
+  });
   int n = 0;
   if (t_no_grad == 0)
-    for (TapeState* t : t_tapes) n += t->paused ? 0 : 1;
+    for (const auto& t : t_tapes) n += t->paused ? 0 : 1;
   g_recording_tapes = n;
+}
+
+void start_recording(const std::shared_ptr<TapeState>& tape) {
+  t_tapes.push_back(tape);
+  refresh_recording();
+}
+
+void stop_recording(TapeState& tape) {
+  const auto it = std::find_if(t_tapes.begin(), t_tapes.end(),
+                               [&](const auto& t) { return t.get() == &tape; });
+  if (it == t_tapes.end()) {
+    tape.abandoned.store(true, std::memory_order_release);  // another thread's
+    return;
+  }
+  t_tapes.erase(it);
+  refresh_recording();
 }
 
 TapeState::TapeState(bool persistent_)
     : serial(g_next_serial.fetch_add(1)), persistent(persistent_) {
   entries.reserve(256);  // a training step records a few hundred ops
-  {
-    std::lock_guard lock(g_live_mu);
-    live_tapes().insert(serial);
-  }
-  t_tapes.push_back(this);
-  refresh_recording();
+  std::lock_guard lock(g_live_mu);
+  live_tapes().insert(serial);
 }
 
 TapeState::~TapeState() {
-  t_tapes.erase(std::find(t_tapes.begin(), t_tapes.end(), this));
-  refresh_recording();
   std::lock_guard lock(g_live_mu);
   live_tapes().erase(serial);
 }
@@ -84,8 +98,13 @@ int32_t TapeState::slot_of(const Tensor& t) {
 void record_node(std::span<const Tensor> in, std::span<const Tensor> out,
                  const NodeFactory& make) {
   std::shared_ptr<Node> node;
-  for (TapeState* tape : t_tapes) {
+  bool abandoned = false;
+  for (const auto& tape : t_tapes) {
     if (tape->paused) continue;
+    if (tape->abandoned.load(std::memory_order_relaxed)) {
+      abandoned = true;
+      continue;
+    }
     TapeEntry entry;
     bool tracked = false;
     for (const Tensor& x : in) {
@@ -106,6 +125,7 @@ void record_node(std::span<const Tensor> in, std::span<const Tensor> out,
     }
     tape->entries.push_back(std::move(entry));
   }
+  if (abandoned) refresh_recording();
 }
 
 }  // namespace tapeflow::autograd
@@ -177,11 +197,29 @@ void TapeMarks::add(uint64_t tape, int32_t slot) {
   spilled_.store(true, std::memory_order_release);
 }
 
+void TapeMarks::add_all(const TapeMarks& other) {
+  for (const auto& word : other.inline_) {
+    const uint64_t w = word.load(std::memory_order_acquire);
+    if (w != 0) add(w >> kSlotBits, static_cast<int32_t>(w & kSlotMask));
+  }
+  if (!other.spilled_.load(std::memory_order_acquire)) return;
+  std::vector<Mark> spill;
+  {
+    SpillLock lock(other.spill_busy_);
+    spill = other.spill_;
+  }
+  for (const Mark& m : spill) add(m.tape, m.slot);
+}
+
 // --- GradientTape ------------------------------------------------------------
 
 GradientTape::GradientTape(bool persistent)
-    : state_(std::make_unique<TapeState>(persistent)) {}
-GradientTape::~GradientTape() = default;
+    : state_(std::make_shared<TapeState>(persistent)) {
+  autograd::start_recording(state_);
+}
+GradientTape::~GradientTape() {
+  autograd::stop_recording(*state_);
+}
 
 void GradientTape::watch(const Tensor& t) {
   if (!t.defined())

@@ -1,4 +1,5 @@
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -17,6 +18,13 @@ struct TapeEntry {
 /**
  * A tape is a list in execution order, so backward is one reverse loop. Every
  * tracked tensor owns a slot; gradients live in a vector indexed by slot.
+ *
+ * A tape records the ops of the thread that made it (as in TensorFlow), which
+ * lists it in a thread-local vector read without a lock on every op. Its
+ * GradientTape may be destroyed on another thread: that thread cannot touch
+ * the owner's list, so it only marks the state abandoned; the owner stops
+ * recording into it and drops it the next time it looks (its next recorded
+ * op, tape, pause or NoGradGuard, or its exit).
  */
 class TapeState {
  public:
@@ -27,6 +35,7 @@ class TapeState {
   bool persistent;
   bool used = false;
   bool paused = false;
+  std::atomic<bool> abandoned = false;
   int32_t next_slot = 0;
   std::vector<TapeEntry> entries;
 
@@ -35,7 +44,14 @@ class TapeState {
   int32_t watch(const Tensor& t);
 };
 
-/** Re-derives g_recording_tapes after a tape or guard changed state. */
+/** Lists `tape` as recording on this thread. */
+void start_recording(const std::shared_ptr<TapeState>& tape);
+/** Stops `tape` recording, from its own thread or any other. */
+void stop_recording(TapeState& tape);
+/**
+ * Re-derives g_recording_tapes after a tape or guard changed state, and drops
+ * the tapes other threads abandoned.
+ */
 void refresh_recording();
 
 }  // namespace tapeflow::autograd

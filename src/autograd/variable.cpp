@@ -17,21 +17,43 @@ Variable::Variable(const Tensor& initial_value, bool trainable) {
   write_into(copy, initial_value, "Variable");
   impl_ = copy.impl_ptr();
   impl_->trainable = trainable;
+  impl_->variable = true;
 }
 
+namespace {
+
+/** A Variable keeps its dtype: a value of another one is an error, not a
+ * silent cast (as in TensorFlow). */
+void check_dtype_of(const char* op, const char* what, const Tensor& v,
+                    const Tensor& value) {
+  if (!value.defined())
+    throw op_error<ValueError>(op, "expected a ", what,
+                               ", got an empty tensor");
+  if (value.dtype() != v.dtype())
+    throw op_error<DTypeError>(op, "expected a ", what, " of dtype ",
+                               dtype_name(v.dtype()), " (the variable's), got ",
+                               dtype_name(value.dtype()));
+}
+
+}  // namespace
+
 void Variable::assign(const Tensor& value) {
+  check_dtype_of("assign", "value", *this, value);
   if (!(value.shape() == shape()))
-    throw ShapeError("[assign] expected a value of shape " + shape().str() +
-                     ", got " + value.shape().str());
+    throw op_error<ShapeError>("assign", "expected a value of shape ",
+                               shape().str(), " (the variable's), got ",
+                               value.shape().str());
   write_into(*this, value, "assign");
 }
 
 void Variable::assign_add(const Tensor& delta) {
+  check_dtype_of("assign_add", "delta", *this, delta);
   NoGradGuard no_grad;
   assign(add(*this, delta));
 }
 
 void Variable::assign_sub(const Tensor& delta) {
+  check_dtype_of("assign_sub", "delta", *this, delta);
   NoGradGuard no_grad;
   assign(sub(*this, delta));
 }

@@ -11,7 +11,16 @@ Tensor empty_tensor(const Shape& shape, DType dtype, Device device,
 /** A handle onto `base`'s storage with another shape, strides and offset. */
 Tensor make_view(const Tensor& base, const Shape& shape, const Shape& strides,
                  int64_t offset);
-/** Copies `src` (converted to dst's dtype) into `dst` in place; not recorded.
+/**
+ * Every in-place writer calls this before it writes into `dst`: it counts the
+ * write in the buffer's version (which tape nodes check), and moves a
+ * Variable whose buffer others hold to a fresh one, copying the old values
+ * over when the write reads them (`keeps_values`, optimizer updates).
+ */
+void begin_in_place_write(const Tensor& dst, bool keeps_values, const char* op);
+/**
+ * Copies `src` (converted to dst's dtype) into `dst` in place; not recorded.
+ * A source that shares dst's buffer is copied whole first.
  */
 void write_into(const Tensor& dst, const Tensor& src, const char* op);
 /** Contiguous copy of `x` that no tape records (views use it internally). */

@@ -21,16 +21,50 @@ Tensor materialize(const Tensor& x) {
   return apply(Cast{.dtype = x.dtype()}, {x});
 }
 
-void write_into(const Tensor& dst, const Tensor& src, const char* op) {
-  if (!(dst.device() == src.device()))
-    throw op_error<DeviceError>(op, "expected a value on ", dst.device().str(),
-                                ", got ", src.device().str());
+namespace {
+
+/** Runs the Cast kernel from `src`, broadcast to dst's shape, into `dst`. */
+void cast_into(const Tensor& dst, const Tensor& src, const char* op) {
   const Kernel<Cast> k = find_kernel<Cast>(dst.device());
   if (!k) throw_no_kernel(op, dst.device());
   NoGradGuard no_grad;
   Tensor out = dst;
   const Tensor in[] = {broadcast_to(src, dst.shape())};
   k(Cast{.dtype = dst.dtype()}, Inputs(in, 1), Outputs({&out, 1}, nullptr));
+}
+
+}  // namespace
+
+void begin_in_place_write(const Tensor& dst, bool keeps_values,
+                          const char* op) {
+  TensorImpl& impl = *dst.impl();
+  if (impl.variable && impl.storage.use_count() > 1) {
+    // Others hold this buffer: a tape node that saved the Variable, a view
+    // of it, a converted copy's source. They keep the values they saw and
+    // the Variable moves to a fresh buffer (copy on write).
+    const Tensor fresh =
+        empty_tensor(dst.shape(), dst.dtype(), dst.device(), op);
+    if (keeps_values) cast_into(fresh, dst, op);
+    impl.storage = fresh.impl()->storage;
+  }
+  impl.storage->bump_version();
+}
+
+void write_into(const Tensor& dst, const Tensor& src, const char* op) {
+  if (!(dst.device() == src.device()))
+    throw op_error<DeviceError>(op, "expected a value on ", dst.device().str(),
+                                ", got ", src.device().str());
+  if (src.is_same(dst)) return;  // the values are already there
+  begin_in_place_write(dst, false, op);
+  if (src.impl()->storage != dst.impl()->storage) {
+    cast_into(dst, src, op);
+    return;
+  }
+  // The source is another view of the buffer being written (its transpose,
+  // a shifted slice): read all of it before any element is overwritten.
+  const Tensor whole = empty_tensor(src.shape(), src.dtype(), src.device(), op);
+  cast_into(whole, src, op);
+  cast_into(dst, whole, op);
 }
 
 Tensor Tensor::to(Device device) const {

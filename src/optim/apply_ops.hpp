@@ -3,6 +3,7 @@
 // over memory that updates a parameter and its slots in place, instead of
 // the dozen temporaries the composite rule makes. Inputs all share one
 // shape, dtype and device, and are contiguous.
+#include "core/creation_internal.hpp"
 #include "ops/apply.hpp"
 
 namespace tapeflow {
@@ -10,6 +11,7 @@ namespace tapeflow {
 /** w -= lr * g. Inputs {w, g}. */
 struct ApplyGradientDescent {
   static constexpr const char* name = "apply_gradient_descent";
+  static constexpr uint32_t writes = 0b1;  // bit i: the kernel writes input i
   double lr;
 };
 
@@ -19,6 +21,7 @@ struct ApplyGradientDescent {
  */
 struct ApplyAdam {
   static constexpr const char* name = "apply_adam";
+  static constexpr uint32_t writes = 0b1101;  // w, m, v
   double alpha, beta_1, beta_2, epsilon;
 };
 
@@ -35,6 +38,8 @@ bool apply_in_place(const Op& op, Inputs in) {
       return false;
   const Kernel<Op> kernel = find_kernel<Op>(device);
   if (!kernel) return false;
+  for (size_t i = 0; i < in.size(); ++i)
+    if ((Op::writes >> i) & 1u) begin_in_place_write(in[i], true, Op::name);
   Tensor target = in[0];
   kernel(op, in, Outputs({&target, 1}, nullptr));
   return true;

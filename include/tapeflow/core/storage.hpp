@@ -42,9 +42,20 @@ class Storage {
   void* data() const { return data_; }
   size_t nbytes() const { return nbytes_; }
   Device device() const { return device_; }
+  /**
+   * How many in-place writes (assign, optimizer updates) this buffer has
+   * taken: what a tape node or a cache of a converted copy compares to tell
+   * whether the values it saw are still there. A copy-on-write move to a
+   * fresh buffer is a new Storage, so a cache must key on the Storage it
+   * holds alive as well as on the version.
+   */
+  uint64_t version() const { return version_; }
+  /** Called by every in-place writer, before it writes. */
+  void bump_version() { ++version_; }
 
  private:
   void* data_ = nullptr;
+  uint64_t version_ = 0;
   size_t nbytes_;
   Device device_;
   Allocator* allocator_;

@@ -22,6 +22,8 @@ class TapeMarks {
   int32_t find(uint64_t tape) const;
   /** Records (tape, slot), dropping marks of tapes no longer alive. */
   void add(uint64_t tape, int32_t slot);
+  /** Adds every mark of `other` (an alias must be tracked as the original). */
+  void add_all(const TapeMarks& other);
 
  private:
   struct Mark {
@@ -43,6 +45,9 @@ struct TensorImpl {
   DType dtype = DType::float32;
   bool trainable = false;
   bool contiguous = true;  // row-major dense; set once when the impl is made
+  // A Variable owns its whole buffer and may move to a fresh one when written
+  // in place while others hold the old one (copy on write).
+  bool variable = false;
   TapeMarks marks;
 };
 

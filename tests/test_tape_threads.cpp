@@ -1,0 +1,116 @@
+// Tapes and threads. A tape records the ops of the thread that made it (as in
+// TensorFlow); it may be destroyed, or asked for gradients, on any other
+// thread. Built twice: as a plain test and under ThreadSanitizer (tape_tsan).
+#include <doctest/doctest.h>
+
+#include <future>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "tapeflow/tapeflow.hpp"
+
+namespace tpf = tapeflow;
+
+namespace {
+
+std::vector<double> values(const tpf::Tensor& t) {
+  return t.to_vector<double>();
+}
+
+}  // namespace
+
+TEST_CASE("a tape destroyed on another thread stops recording; no corruption") {
+  tpf::Variable w(tpf::tensor({1.0, 2.0}));
+  auto tape = std::make_unique<tpf::GradientTape>();
+  tpf::GradientTape survivor;
+  (void)(w * w);
+  CHECK(tape->size() == 1);
+  std::thread([&] { tape.reset(); }).join();
+  // This thread drops the abandoned tape at its next op and keeps recording
+  // on the tapes it still has.
+  for (int i = 0; i < 3; ++i) (void)(w * w);
+  CHECK(survivor.size() == 4);
+  tpf::GradientTape fresh;
+  const auto y = tpf::sum(w * w);
+  CHECK(fresh.size() == 2);
+  CHECK(values(fresh.gradient(y, {w})[0]) == std::vector<double>{2.0, 4.0});
+}
+
+TEST_CASE("tapes handed to another thread to destroy, many times") {
+  tpf::Variable w(tpf::tensor({1.0, 2.0}));
+  std::vector<std::unique_ptr<tpf::GradientTape>> made;
+  for (int i = 0; i < 50; ++i) {
+    made.push_back(std::make_unique<tpf::GradientTape>(true));
+    (void)tpf::sum(w * w);
+  }
+  std::thread([&] { made.clear(); }).join();
+  tpf::GradientTape tape;
+  const auto y = tpf::sum(w * w);
+  CHECK(tape.size() == 2);
+  CHECK(values(tape.gradient(y, {w})[0]) == std::vector<double>{2.0, 4.0});
+}
+
+TEST_CASE("gradient() on another thread than the one that recorded") {
+  tpf::Variable w(tpf::tensor({1.0, 2.0}));
+  tpf::GradientTape tape(true);
+  const auto y = tpf::sum(w * w * w);
+  for (int i = 0; i < 2; ++i) {
+    auto g = std::async(std::launch::async,
+                        [&] { return tape.gradient(y, {w})[0]; });
+    CHECK(values(g.get()) == std::vector<double>{3.0, 12.0});
+  }
+  // The backward ops ran on the other thread: nothing new was recorded here.
+  CHECK(tape.size() == 3);
+}
+
+TEST_CASE("ops on another thread are not recorded on this thread's tape") {
+  tpf::Variable w(tpf::tensor({1.0, 2.0}));
+  tpf::GradientTape tape;
+  std::thread([&] {
+    (void)(w * w);
+    tpf::GradientTape own;
+    const auto y = tpf::sum(w * w);
+    CHECK(own.size() == 2);
+    CHECK(values(own.gradient(y, {w})[0]) == std::vector<double>{2.0, 4.0});
+  }).join();
+  CHECK(tape.size() == 0);
+}
+
+TEST_CASE("threads recording on their own tapes at once, sharing a variable") {
+  tpf::Variable w(tpf::tensor({1.0, 2.0}));
+  std::vector<std::thread> threads;
+  std::vector<int> wrong(4, 0);
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 100; ++i) {
+        tpf::GradientTape tape;
+        const auto y = tpf::sum(w * w * static_cast<double>(t + 1));
+        const auto g = values(tape.gradient(y, {w})[0]);
+        wrong[t] += g != std::vector<double>{2.0 * (t + 1), 4.0 * (t + 1)};
+      }
+    });
+  for (auto& th : threads) th.join();
+  CHECK(wrong == std::vector<int>(4, 0));
+}
+
+TEST_CASE("a tape made on one thread and destroyed by a consumer thread") {
+  tpf::Variable w(tpf::tensor({3.0}));
+  std::promise<std::unique_ptr<tpf::GradientTape>> handoff;
+  auto received = handoff.get_future();
+  std::thread consumer([&] {
+    auto tape = received.get();
+    CHECK(tape->size() == 1);
+    tape.reset();
+  });
+  auto tape = std::make_unique<tpf::GradientTape>();
+  (void)(w * w);
+  handoff.set_value(std::move(tape));
+  consumer.join();
+  // The producer keeps running ops (and recording on new tapes).
+  for (int i = 0; i < 10; ++i) {
+    tpf::GradientTape next;
+    const auto y = w * w;
+    CHECK(values(next.gradient(y, {w})[0]) == std::vector<double>{6.0});
+  }
+}
