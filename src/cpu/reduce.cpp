@@ -1,12 +1,15 @@
 // Reductions. Reduced axes that form one contiguous run are reduced with
 // xsimd batches; reductions over outer axes accumulate contiguous rows;
 // reduced axes that end in a contiguous run (N, H, W of NCHW) reduce the runs
-// in place; any other layout is first transposed into the first form.
+// in place; any other layout is first transposed into the first form. max
+// and min are NaN when a NaN is reduced; argmax and argmin then give the
+// first NaN's index (NumPy's and PyTorch's rule).
 #include <limits>
 
 #include "core/creation_internal.hpp"
 #include "core/dtype_dispatch.hpp"
 #include "core/op_error.hpp"
+#include "cpu/functors.hpp"
 #include "cpu/strided_loop.hpp"
 #include "cpu/xsimd_config.hpp"
 #include "ops/reduce_ops.hpp"
@@ -40,7 +43,7 @@ struct MaxR {
   }
   template <class V>
   static V combine(const V& a, const V& b) {
-    return xsimd::max(a, b);
+    return MaxF{}(a, b);
   }
 };
 template <class T>
@@ -51,7 +54,7 @@ struct MinR {
   }
   template <class V>
   static V combine(const V& a, const V& b) {
-    return xsimd::min(a, b);
+    return MinF{}(a, b);
   }
 };
 
@@ -241,6 +244,21 @@ void reduce(const Op& op, Inputs in, const Outputs& outs) {
   });
 }
 
+/** Whether v replaces best as the first maximum: a larger value or the first
+ * NaN. */
+struct BeatsMax {
+  template <class T>
+  bool operator()(T v, T best) const {
+    return v > best || (v != v && best == best);
+  }
+};
+struct BeatsMin {
+  template <class T>
+  bool operator()(T v, T best) const {
+    return v < best || (v != v && best == best);
+  }
+};
+
 template <class Better, class Op>
 void arg_reduce(const Op& op, Inputs in, const Outputs& outs) {
   Tensor& out = outs[0];
@@ -276,8 +294,8 @@ void register_reduce(Registry& r) {
   r.set<Prod>(cpu, reduce<ProdR, Prod>, "xsimd");
   r.set<Max>(cpu, reduce<MaxR, Max>, "xsimd");
   r.set<Min>(cpu, reduce<MinR, Min>, "xsimd");
-  r.set<ArgMax>(cpu, arg_reduce<std::greater<>, ArgMax>, "xsimd");
-  r.set<ArgMin>(cpu, arg_reduce<std::less<>, ArgMin>, "xsimd");
+  r.set<ArgMax>(cpu, arg_reduce<BeatsMax, ArgMax>, "xsimd");
+  r.set<ArgMin>(cpu, arg_reduce<BeatsMin, ArgMin>, "xsimd");
 }
 
 }  // namespace tapeflow::cpu
