@@ -117,9 +117,15 @@ template <Pass kPass, class I>
     // (as argmax): not v <= m, unless m is already NaN (xsimd's compares are
     // ordered: false where either side is NaN).
     auto take = [&](const B& v, float i) {
-      const auto wins = !(v <= m) & (m == m);
-      if constexpr (kPass == Pass::max_ws) k = xsimd::select(wins, B(i), k);
-      m = xsimd::select(wins, v, m);
+      if constexpr (kPass == Pass::max_ws) {
+        const auto wins = !(v <= m) & (m == m);
+        k = xsimd::select(wins, B(i), k);
+        m = xsimd::select(wins, v, m);
+      } else {
+        // x86's max(v, m) is v > m ? v : m, so a NaN m stays: one
+        // instruction and a select for a NaN v.
+        m = xsimd::select(xsimd::isnan(v), v, xsimd::max(v, m));
+      }
     };
     take(o0, 1.f);
     take(e1, 2.f);
