@@ -32,7 +32,8 @@ TPF_DEVICE_UNARY(SigmoidF, T(1) / (T(1) + exp(-a)));
 TPF_DEVICE_UNARY(Expm1F, expm1(a));
 TPF_DEVICE_UNARY(Log1pF, log1p(a));
 TPF_DEVICE_UNARY(ErfF, erf(a));
-TPF_DEVICE_UNARY(ReluF, a > T(0) ? a : T(0));
+// NaN stays NaN, as in PyTorch and on the CPU.
+TPF_DEVICE_UNARY(ReluF, a <= T(0) ? T(0) : a);
 TPF_DEVICE_UNARY(AtanF, atan(a));
 struct NotF {
   __device__ uint8_t operator()(uint8_t a) const { return !a; }
@@ -68,22 +69,23 @@ struct PowF {
     return pow(a, b);
   }
 };
+// max and min are NaN when either operand is (docs/architecture.md, "NaN").
 struct MinF {
   template <class T>
   __device__ T operator()(T a, T b) const {
-    return b < a ? b : a;
+    return a < b || a != a ? a : b;
   }
 };
 struct ReluGradF {
   template <class T>
   __device__ T operator()(T y, T g) const {
-    return y > T(0) ? g : T(0);
+    return y <= T(0) ? T(0) : g;
   }
 };
 struct MaxF {
   template <class T>
   __device__ T operator()(T a, T b) const {
-    return b > a ? b : a;
+    return a > b || a != a ? a : b;
   }
 };
 

@@ -57,16 +57,17 @@ struct ProdR {
     return a * b;
   }
 };
+// A reduced NaN makes max and min NaN, as on the CPU.
 struct MaxR {
   template <class T>
   __device__ T operator()(T a, T b) const {
-    return b > a ? b : a;
+    return a > b || a != a ? a : b;
   }
 };
 struct MinR {
   template <class T>
   __device__ T operator()(T a, T b) const {
-    return b < a ? b : a;
+    return a < b || a != a ? a : b;
   }
 };
 

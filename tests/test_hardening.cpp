@@ -291,3 +291,60 @@ TEST_CASE("split: sizes as tf.split takes them, one may be -1") {
       },
       "[split] expected the sum of sizes to fit in int64");
 }
+
+TEST_CASE("pooling cost follows the data, not the window or the stride") {
+  namespace nn = tpf::nn;
+  constexpr int64_t huge = int64_t{1} << 30;
+  constexpr int64_t far = std::numeric_limits<int64_t>::max();
+  // 4x4 values 0..15 with the maximum, 15, at (1, 2).
+  auto v = tpf::arange<double>(0, 16).to_vector<double>();
+  std::swap(v[6], v[15]);
+  for (tpf::DType dt : {tpf::float32, tpf::float64}) {
+    CAPTURE(dt);
+    const auto x = tpf::from_vector(v, {1, 1, 4, 4}).cast(dt);
+    // A 2^30 window moved by 1: every SAME window covers the whole input.
+    tpf::GradientTape tape(true);
+    tape.watch(x);
+    const auto m = nn::max_pool2d(x, {{huge}, {1}, "SAME"});
+    const auto a = nn::avg_pool2d(x, {{huge}, {1}, "SAME"});
+    CHECK(m.shape() == tpf::Shape{1, 1, 4, 4});
+    CHECK(m.cast(tpf::float64).to_vector<double>() ==
+          std::vector<double>(16, 15.0));
+    CHECK_CLOSE(a.cast(tpf::float64), tpf::full({1, 1, 4, 4}, 7.5));
+    std::vector<double> dm(16, 0.0);
+    dm[6] = 16;  // every output's gradient goes to the maximum
+    CHECK(tape.gradient(m, {x})[0].cast(tpf::float64).to_vector<double>() ==
+          dm);
+    CHECK_CLOSE(tape.gradient(a, {x})[0].cast(tpf::float64),
+                tpf::ones({1, 1, 4, 4}, tpf::float64));
+    // The window as its own stride: one output, the whole input.
+    CHECK(nn::max_pool2d(x, {{huge}, {}, "SAME"}).item<double>() == 15.0);
+    CHECK(nn::avg_pool2d(x, {{huge}, {}, "SAME"}).item<double>() == 7.5);
+    // Counting the padding, the divisor is the window: 2^60.
+    CHECK(
+        nn::avg_pool2d(x, {{huge}, {}, "SAME", "NCHW", true}).item<double>() ==
+        120.0 / double(huge) / double(huge));
+    // A stride past the input: TensorFlow's one output, the first window.
+    for (const char* padding : {"SAME", "VALID"}) {
+      CAPTURE(padding);
+      const auto y = nn::max_pool2d(x, {{2}, {far}, padding});
+      CHECK(y.shape() == tpf::Shape{1, 1, 1, 1});
+      CHECK(y.item<double>() == 5.0);
+      CHECK(nn::avg_pool2d(x, {{2}, {far}, padding}).item<double>() == 2.5);
+      CHECK(nn::avg_pool2d(x, {{2}, {far}, padding, "NCHW", true})
+                .item<double>() == 2.5);
+    }
+    // 1-d and 3-d.
+    const auto x1 = tpf::reshape(x, {1, 1, 16});
+    CHECK(nn::max_pool1d(x1, {{huge}, {1}, "SAME"})
+              .cast(tpf::float64)
+              .to_vector<double>() == std::vector<double>(16, 15.0));
+    CHECK(nn::max_pool1d(x1, {{3}, {far}, "SAME"}).item<double>() == 2.0);
+    const auto x3 = tpf::reshape(x, {1, 1, 2, 2, 4});
+    CHECK(nn::max_pool3d(x3, {{huge}, {1}, "SAME"})
+              .cast(tpf::float64)
+              .to_vector<double>() == std::vector<double>(16, 15.0));
+    CHECK(nn::avg_pool3d(x3, {{huge}, {huge}, "SAME"}).item<double>() == 7.5);
+    CHECK(nn::max_pool3d(x3, {{2}, {far}, "VALID"}).item<double>() == 13.0);
+  }
+}

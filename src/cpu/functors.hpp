@@ -1,6 +1,9 @@
 #pragma once
 // Binary elementwise math as functors callable on scalars and on xsimd
 // batches (unary math is written inline where src/cpu/unary.cpp registers it).
+// max and min propagate NaN as NumPy and PyTorch do (docs/architecture.md,
+// "NaN"): xsimd's max/min are the x86 instructions, which return their second
+// operand when either is NaN.
 #include <cmath>
 #include <type_traits>
 
@@ -47,25 +50,47 @@ struct PowF {
     return xsimd::pow(a, b);
   }
 };
-struct MinF {
-  template <class T>
-  T operator()(const T& a, const T& b) const {
-    return xsimd::min(a, b);
-  }
-};
-struct ReluGradF {
-  template <class T>
-  T operator()(const T& y, const T& g) const {
-    if constexpr (std::is_arithmetic_v<T>)
-      return y > T(0) ? g : T(0);
-    else
-      return xsimd::select(y > T(0), g, T(0));
-  }
-};
+/** a where `take_a` holds, else b: ?: for scalars, select for batches. */
+template <class M, class T>
+T pick(const M& take_a, const T& a, const T& b) {
+  if constexpr (std::is_arithmetic_v<T>)
+    return take_a ? a : b;
+  else
+    return xsimd::select(take_a, a, b);
+}
+
+/**
+ * Whether a is NaN (never, for integers). xsimd's batch != is an ordered
+ * compare, false for NaN, so batches (float and double only) ask
+ * xsimd::isnan.
+ */
+template <class T>
+auto is_nan(const T& a) {
+  if constexpr (std::is_arithmetic_v<T>)
+    return a != a;
+  else
+    return xsimd::isnan(a);
+}
+
+/** max(a, b), NaN when either is; a NaN `a` wins over a NaN `b`. */
 struct MaxF {
   template <class T>
   T operator()(const T& a, const T& b) const {
-    return xsimd::max(a, b);
+    return pick((a > b) | is_nan(a), a, b);
+  }
+};
+/** min(a, b), NaN when either is; a NaN `a` wins over a NaN `b`. */
+struct MinF {
+  template <class T>
+  T operator()(const T& a, const T& b) const {
+    return pick((a < b) | is_nan(a), a, b);
+  }
+};
+/** The gradient g where relu kept y, as PyTorch: also where y is NaN. */
+struct ReluGradF {
+  template <class T>
+  T operator()(const T& y, const T& g) const {
+    return pick(y <= T(0), T(0), g);
   }
 };
 

@@ -94,9 +94,9 @@ enum class Pass { max, max_ws, gather };
 
 /**
  * One batch of L windows whose rows start at r0 and r1. max: their maxima
- * into y; max_ws: also each maximum's index within its window into ws
- * (strict > keeps the first maximum); gather: the element at index ws of
- * each window into y.
+ * (or first NaNs) into y; max_ws: also each maximum's index within its
+ * window into ws (strict > keeps the first maximum); gather: the element at
+ * index ws of each window into y.
  */
 template <Pass kPass, class I>
 [[gnu::always_inline]] inline void pool_batch(const float* r0, const float* r1,
@@ -113,11 +113,19 @@ template <Pass kPass, class I>
     m = xsimd::select(k == B(3.f), o1, m);
   } else {
     B k(0.f);
-    // x86's max(v, m) is v > m ? v : m (m on ties and NaNs): one instruction
-    // for select(v > m, v, m).
+    // v is the window's new maximum when larger, or when it is the first NaN
+    // (as argmax): not v <= m, unless m is already NaN (xsimd's compares are
+    // ordered: false where either side is NaN).
     auto take = [&](const B& v, float i) {
-      if constexpr (kPass == Pass::max_ws) k = xsimd::select(v > m, B(i), k);
-      m = xsimd::max(v, m);
+      if constexpr (kPass == Pass::max_ws) {
+        const auto wins = !(v <= m) & (m == m);
+        k = xsimd::select(wins, B(i), k);
+        m = xsimd::select(wins, v, m);
+      } else {
+        // x86's max(v, m) is v > m ? v : m, so a NaN m stays: one
+        // instruction and a select for a NaN v.
+        m = xsimd::select(xsimd::isnan(v), v, xsimd::max(v, m));
+      }
     };
     take(o0, 1.f);
     take(e1, 2.f);

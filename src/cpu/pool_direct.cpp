@@ -1,7 +1,8 @@
 // Pooling by direct loops over (N*C) planes of up to three spatial axes
 // (fewer axes are padded in front with extent 1). Ties in max pooling go to
-// the first maximum in row-major window order; the max-pool workspace holds
-// that maximum's index within the whole window (see MaxPool).
+// the first maximum in row-major window order, and a window holding NaN
+// pools to its first NaN (as argmax); the max-pool workspace holds that
+// element's index within the whole window (see MaxPool).
 #include <array>
 #include <limits>
 
@@ -77,7 +78,7 @@ void over_windows(const Geo& g, F&& f) {
                });
 }
 
-/** Offset within the plane of the window's first maximum. */
+/** Offset within the plane of the window's first maximum or first NaN. */
 template <class T>
 int64_t argmax_in(const Geo& g, const T* plane, const Window& w) {
   T best = -std::numeric_limits<T>::infinity();
@@ -86,7 +87,9 @@ int64_t argmax_in(const Geo& g, const T* plane, const Window& w) {
     for (int64_t h = w.b[1]; h < w.e[1]; ++h)
       for (int64_t x = w.b[2]; x < w.e[2]; ++x) {
         const int64_t j = (d * g.in[1] + h) * g.in[2] + x;
-        if (at < 0 || plane[j] > best) best = plane[j], at = j;
+        const T v = plane[j];
+        if (v != v) return j;
+        if (at < 0 || v > best) best = v, at = j;
       }
   return at;
 }

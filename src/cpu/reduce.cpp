@@ -1,12 +1,15 @@
 // Reductions. Reduced axes that form one contiguous run are reduced with
 // xsimd batches; reductions over outer axes accumulate contiguous rows;
 // reduced axes that end in a contiguous run (N, H, W of NCHW) reduce the runs
-// in place; any other layout is first transposed into the first form.
+// in place; any other layout is first transposed into the first form. max
+// and min are NaN when a NaN is reduced; argmax and argmin then give the
+// first NaN's index (NumPy's and PyTorch's rule).
 #include <limits>
 
 #include "core/creation_internal.hpp"
 #include "core/dtype_dispatch.hpp"
 #include "core/op_error.hpp"
+#include "cpu/functors.hpp"
 #include "cpu/strided_loop.hpp"
 #include "cpu/xsimd_config.hpp"
 #include "ops/reduce_ops.hpp"
@@ -40,7 +43,12 @@ struct MaxR {
   }
   template <class V>
   static V combine(const V& a, const V& b) {
-    return xsimd::max(a, b);
+    // Batches: x86's max(b, a) keeps a NaN a and a NaN b is selected, two
+    // instructions on the accumulator's path where MaxF has three.
+    if constexpr (std::is_arithmetic_v<V>)
+      return MaxF{}(a, b);
+    else
+      return xsimd::select(xsimd::isnan(b), b, xsimd::max(b, a));
   }
 };
 template <class T>
@@ -51,7 +59,10 @@ struct MinR {
   }
   template <class V>
   static V combine(const V& a, const V& b) {
-    return xsimd::min(a, b);
+    if constexpr (std::is_arithmetic_v<V>)
+      return MinF{}(a, b);
+    else  // as MaxR
+      return xsimd::select(xsimd::isnan(b), b, xsimd::min(b, a));
   }
 };
 
@@ -241,6 +252,21 @@ void reduce(const Op& op, Inputs in, const Outputs& outs) {
   });
 }
 
+/** Whether v replaces best as the first maximum: a larger value or the first
+ * NaN. */
+struct BeatsMax {
+  template <class T>
+  bool operator()(T v, T best) const {
+    return v > best || (v != v && best == best);
+  }
+};
+struct BeatsMin {
+  template <class T>
+  bool operator()(T v, T best) const {
+    return v < best || (v != v && best == best);
+  }
+};
+
 template <class Better, class Op>
 void arg_reduce(const Op& op, Inputs in, const Outputs& outs) {
   Tensor& out = outs[0];
@@ -276,8 +302,8 @@ void register_reduce(Registry& r) {
   r.set<Prod>(cpu, reduce<ProdR, Prod>, "xsimd");
   r.set<Max>(cpu, reduce<MaxR, Max>, "xsimd");
   r.set<Min>(cpu, reduce<MinR, Min>, "xsimd");
-  r.set<ArgMax>(cpu, arg_reduce<std::greater<>, ArgMax>, "xsimd");
-  r.set<ArgMin>(cpu, arg_reduce<std::less<>, ArgMin>, "xsimd");
+  r.set<ArgMax>(cpu, arg_reduce<BeatsMax, ArgMax>, "xsimd");
+  r.set<ArgMin>(cpu, arg_reduce<BeatsMin, ArgMin>, "xsimd");
 }
 
 }  // namespace tapeflow::cpu

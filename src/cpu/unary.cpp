@@ -71,9 +71,12 @@ void register_unary(Registry& r) {
                    return one(a) / (one(a) + xsimd::exp(-a));
                  }),
                  "xsimd");
-  r.set<Relu>(
-      cpu, numeric<Relu>([](auto a) { return xsimd::max(a, decltype(a)(0)); }),
-      "xsimd");
+  // NaN stays NaN, as in PyTorch (xsimd::max(a, 0) would give 0).
+  r.set<Relu>(cpu, numeric<Relu>([](auto a) {
+                using V = decltype(a);
+                return pick(a <= V(0), V(0), a);
+              }),
+              "xsimd");
   r.set<Expm1>(cpu, floating<Expm1>([](auto a) { return xsimd::expm1(a); }),
                "xsimd");
   r.set<Log1p>(cpu, floating<Log1p>([](auto a) { return xsimd::log1p(a); }),

@@ -128,7 +128,8 @@ Tensor minimum(const Tensor& x, const Tensor& y) {
   return binary<Minimum>(x, y);
 }
 Grads Minimum::vjp(const VjpArgs& a) const {
-  const Tensor x_wins = a.x(0) <= a.x(1);
+  // The forward's pick: x on ties and where x is NaN, y where only y is.
+  const Tensor x_wins = logical_or(a.x(0) <= a.x(1), not_equal(a.x(0), a.x(0)));
   return {a.needs(0) ? where(x_wins, a.grad, zeros_of(a.grad)) : Tensor(),
           a.needs(1) ? where(x_wins, zeros_of(a.grad), a.grad) : Tensor()};
 }
@@ -137,7 +138,8 @@ Tensor maximum(const Tensor& x, const Tensor& y) {
   return binary<Maximum>(x, y);
 }
 Grads Maximum::vjp(const VjpArgs& a) const {
-  const Tensor x_wins = a.x(0) >= a.x(1);
+  // The forward's pick: x on ties and where x is NaN, y where only y is.
+  const Tensor x_wins = logical_or(a.x(0) >= a.x(1), not_equal(a.x(0), a.x(0)));
   return {a.needs(0) ? where(x_wins, a.grad, zeros_of(a.grad)) : Tensor(),
           a.needs(1) ? where(x_wins, zeros_of(a.grad), a.grad) : Tensor()};
 }

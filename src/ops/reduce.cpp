@@ -41,11 +41,15 @@ Tensor kept(const ReduceOp& op, const VjpArgs& a, const Tensor& t) {
   return reshape(t, op.kept_shape(a.input_shape()));
 }
 
-/** Gradient of max/min: shared equally among the elements that attain it. */
+/**
+ * Gradient of max/min: shared equally among the elements that attain it,
+ * which for a NaN result are the NaNs (as PyTorch's evenly_distribute).
+ */
 Grads extreme_vjp(const ReduceOp& op, const VjpArgs& a) {
   const Tensor y = kept(op, a, a.output()), g = kept(op, a, a.grad);
   const Tensor& x = a.x();
-  const Tensor mask = cast(equal(x, y), x.dtype());
+  const Tensor both_nan = logical_and(not_equal(x, x), not_equal(y, y));
+  const Tensor mask = cast(logical_or(equal(x, y), both_nan), x.dtype());
   const Tensor count = sum(mask, op.axes.to_vector(), true);
   return {mask * g / count};
 }

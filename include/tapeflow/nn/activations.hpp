@@ -8,8 +8,8 @@
 // twice differentiable) through the rules of the ops it is built from.
 namespace tapeflow::nn {
 
-/** max(x, 0) */ Tensor relu(const Tensor& x);
-/** min(max(x, 0), 6) */ Tensor relu6(const Tensor& x);
+/** max(x, 0); NaN stays NaN, as in PyTorch. */ Tensor relu(const Tensor& x);
+/** min(max(x, 0), 6); NaN stays NaN. */ Tensor relu6(const Tensor& x);
 /** concat([relu(x), relu(-x)], axis): doubles the channels. */
 Tensor crelu(const Tensor& x, int64_t axis = -1);
 /** x for x > 0, alpha (e**x - 1) otherwise. */

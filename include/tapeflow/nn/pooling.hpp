@@ -18,7 +18,9 @@ namespace tapeflow::nn {
  * the layout: channels first NCW/NCHW/NCDHW for 1/2/3 spatial axes ("NCHW",
  * the default, for any of them) or channels last NWC/NHWC/NDHWC.
  * `count_include_pad` makes average pooling divide by the full window size
- * also where the window overlaps SAME padding.
+ * also where the window overlaps SAME padding. A max-pool window holding a
+ * NaN pools to NaN, its gradient going to the window's first NaN. The cost
+ * grows with the input, not with the window or the stride.
  */
 struct PoolOptions {
   std::vector<int64_t> ksize;
@@ -51,7 +53,8 @@ struct PoolWithArgmax {
  * (int64, same shape as the output), TensorFlow's convention whatever the
  * data_format: the index into the input seen as NHWC, ((b*H + y)*W + x)*C + c
  * with include_batch_in_index, (y*W + x)*C + c without. Ties pick the first
- * maximum in row-major window order. `argmax` carries no gradient.
+ * maximum in row-major window order, a window with NaN its first NaN.
+ * `argmax` carries no gradient.
  */
 PoolWithArgmax max_pool2d_with_argmax(const Tensor& x, const PoolOptions& opts,
                                       bool include_batch_in_index = false);

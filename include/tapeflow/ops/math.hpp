@@ -13,7 +13,10 @@ namespace tapeflow {
 Tensor div(const Tensor& x, const Tensor& y);
 /** x ** y */ Tensor pow(const Tensor& x, const Tensor& y);
 Tensor pow(const Tensor& x, double exponent);
-/** Elementwise min/max; gradient goes to x where x wins ties. */
+/**
+ * Elementwise min/max, NaN where either is NaN (NumPy, PyTorch); gradient
+ * goes to the operand picked: x on ties and where x is NaN.
+ */
 Tensor minimum(const Tensor& x, const Tensor& y);
 Tensor maximum(const Tensor& x, const Tensor& y);
 
@@ -33,8 +36,8 @@ Tensor sin(const Tensor& x);
 Tensor cos(const Tensor& x);
 Tensor tanh(const Tensor& x);
 /** 1 / (1 + e**-x) */ Tensor sigmoid(const Tensor& x);
-/** max(x, 0) */ Tensor relu(const Tensor& x);
-/** clip_by_value: min(max(x, lo), hi). */
+/** max(x, 0); NaN stays NaN, as in PyTorch. */ Tensor relu(const Tensor& x);
+/** clip_by_value: min(max(x, lo), hi), NaN where x is NaN. */
 Tensor clip(const Tensor& x, double lo, double hi);
 Tensor clip(const Tensor& x, const Tensor& lo, const Tensor& hi);
 

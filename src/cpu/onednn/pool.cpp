@@ -5,7 +5,10 @@
 // plain-layout ones severalfold. oneDNN's max-pool workspace (u8 or s32
 // window indices) is widened into MaxPool's int32 one; the max-pool gradient
 // scatters through it (direct loops: oneDNN's plain-layout backward is
-// slower than a scatter).
+// slower than a scatter). oneDNN's max pooling keeps a NaN only in some
+// window positions, so an input holding NaN max-pools through the direct
+// loops, which give the first NaN of each window (docs/architecture.md).
+#include <atomic>
 #include <dnnl.hpp>
 #include <unordered_map>
 #include <vector>
@@ -13,6 +16,8 @@
 #include "core/creation_internal.hpp"
 #include "cpu/nn_direct.hpp"
 #include "cpu/onednn/common.hpp"
+#include "cpu/parallel.hpp"
+#include "cpu/xsimd_config.hpp"
 #include "tapeflow/config.hpp"
 
 namespace tapeflow::cpu {
@@ -122,6 +127,25 @@ void max_pool_training(const PoolWindow& w, const Tensor& x, Tensor& out,
     std::copy_n(static_cast<const uint8_t*>(from), ws.numel(), to);
 }
 
+/** Whether contiguous float32 `x` holds a NaN: one read, in batches. */
+bool has_nan(const Tensor& x) {
+  using B = xsimd::batch<float>;
+  const float* p = static_cast<const float*>(x.raw_data());
+  std::atomic<bool> found{false};
+  parallel_for(x.numel(), kParallelGrain, [&](int64_t begin, int64_t end) {
+    typename B::batch_bool_type nan(false);
+    int64_t i = begin;
+    for (; i + int64_t(B::size) <= end; i += B::size) {
+      const B v = B::load_unaligned(p + i);
+      nan = nan | xsimd::isnan(v);
+    }
+    bool any = xsimd::any(nan);
+    for (; i < end; ++i) any |= p[i] != p[i];
+    if (any) found = true;
+  });
+  return found;
+}
+
 void max_pool(const MaxPool& op, Inputs in, const Outputs& outs) {
   Tensor& out = outs[0];
   if (out.dtype() != float32 || out.numel() == 0)
@@ -133,6 +157,7 @@ void max_pool(const MaxPool& op, Inputs in, const Outputs& outs) {
                         static_cast<float*>(out.raw_data()),
                         ws ? static_cast<int32_t*>(ws->raw_data()) : nullptr,
                         x.shape());
+  if (has_nan(x)) return max_pool_direct(op, in, outs);
   if (ws) return max_pool_training(op.w, x, out, *ws);
   pool_forward(algorithm::pooling_max, op.w, x, out);
 }

@@ -74,9 +74,11 @@ Shape per_axis(std::string_view op, const std::vector<int64_t>& values,
 
 AxisPads same_padding(int64_t in, int64_t extent, int64_t stride) {
   // ceil(in / stride) without in + stride - 1, which wraps for huge strides
-  // (then (out - 1) * stride < in cannot overflow either).
+  // (then (out - 1) * stride < in cannot overflow either, nor can subtracting
+  // what is left of `in` from a huge extent).
   const int64_t out = in / stride + (in % stride != 0);
-  const int64_t total = std::max<int64_t>((out - 1) * stride + extent - in, 0);
+  const int64_t total =
+      std::max<int64_t>(extent - (in - (out - 1) * stride), 0);
   return {total / 2, total - total / 2};
 }
 

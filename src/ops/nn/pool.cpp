@@ -1,4 +1,5 @@
 // Pooling: option checks, layouts, public functions and gradient rules.
+#include <algorithm>
 #include <string>
 
 #include "core/op_error.hpp"
@@ -22,6 +23,32 @@ Shape PoolWindow::output_shape(const Shape& in) const {
 
 namespace {
 
+/**
+ * One axis's window made as small as pools the same, so that the cost grows
+ * with the data and not with the window (2^30 wide over 4 elements) or the
+ * stride. Max pooling, and average pooling without padding in the count, see
+ * only the input part of each window: padding no window starts inside
+ * shrinks away, and a window reaching past the input end stops there. A
+ * stride past the last window start gives one output, as any such stride.
+ * `in - k + lo + hi` is (outputs - 1) * stride up to rounding, and stays so.
+ */
+void clamp_to_data(int64_t in, bool clamp_window, int64_t& k, int64_t& stride,
+                   int64_t& lo, int64_t& hi) {
+  const int64_t span = in - k + lo + hi;
+  if (in == 0 || span < 0) return;  // no window holds an element
+  if (clamp_window) {
+    // Padding past the last window start: without it, the windows that
+    // started before the input still do (or at its first element).
+    const int64_t new_lo = std::min(lo, span / stride * stride);
+    // The windows keep their ends, cut at the input's end.
+    const int64_t new_k = std::min(k - (lo - new_lo), in + new_lo);
+    hi = span - in + new_k - new_lo;
+    k = new_k;
+    lo = new_lo;
+  }
+  stride = std::min(stride, span + 1);
+}
+
 /** x as (N, C, spatial...) and the window, after every option check. */
 struct Prepared {
   Tensor x;
@@ -30,7 +57,7 @@ struct Prepared {
 };
 
 Prepared prepare(const Tensor& x, const nn::PoolOptions& o, int64_t nd,
-                 const std::string& op) {
+                 const std::string& op, bool clamp_window) {
   if (!is_floating(x.dtype()))
     throw op_error<DTypeError>(op, "expected float32 or float64, got ",
                                dtype_name(x.dtype()));
@@ -59,6 +86,8 @@ Prepared prepare(const Tensor& x, const nn::PoolOptions& o, int64_t nd,
           "VALID padding, got ksize ",
           p.w.ksize.str(), " for spatial extents of ", x.shape().str());
     }
+    clamp_to_data(in, clamp_window, p.w.ksize[i], p.w.strides[i], pads.lo,
+                  pads.hi);
     p.w.pad_lo.push_back(pads.lo);
     p.w.pad_hi.push_back(pads.hi);
   }
@@ -72,14 +101,15 @@ Tensor restore(const Tensor& y, bool channels_last) {
 
 Tensor max_pool(const Tensor& x, const nn::PoolOptions& o, int64_t nd,
                 const char* op) {
-  const Prepared p = prepare(x, o, nd, op);
+  const Prepared p = prepare(x, o, nd, op, true);
   // Only a recorded max pool has a gradient to route by the workspace.
   const MaxPool pool{p.w, autograd::g_recording_tapes != 0};
   return restore(apply(pool, {p.x})[0], p.channels_last);
 }
 Tensor avg_pool(const Tensor& x, const nn::PoolOptions& o, int64_t nd,
                 const char* op) {
-  const Prepared p = prepare(x, o, nd, op);
+  // Counting the padding, the window's size is the divisor: keep it.
+  const Prepared p = prepare(x, o, nd, op, !o.count_include_pad);
   return restore(apply(AvgPool{p.w, o.count_include_pad}, {p.x}),
                  p.channels_last);
 }
@@ -108,7 +138,7 @@ Tensor avg_pool3d(const Tensor& x, const PoolOptions& o) {
 
 PoolWithArgmax max_pool2d_with_argmax(const Tensor& x, const PoolOptions& o,
                                       bool include_batch_in_index) {
-  const Prepared p = prepare(x, o, 2, "max_pool2d_with_argmax");
+  const Prepared p = prepare(x, o, 2, "max_pool2d_with_argmax", true);
   // One pass: the indices come from the workspace, not from x again.
   const auto [y, workspace] = apply(MaxPool{p.w, true}, {p.x});
   const Tensor idx = apply(
