@@ -298,6 +298,22 @@ TEST_CASE("elementwise errors name the op and both shapes") {
     CHECK(msg.find("(2, 3)") != std::string::npos);
     CHECK(msg.find("(4,)") != std::string::npos);
   }
-  CHECK_THROWS_AS(tpf::clip(a, 1.0, -1.0), tpf::ValueError);
+  CHECK_THROWS_WITH_AS(tpf::clip(a, 1.0, -1.0),
+                       "[clip] expected lo <= hi, got lo = 1 > hi = -1",
+                       tpf::ValueError);
+  // Tensor bounds crossed at one element: silently hi there before.
+  const auto lo = tpf::tensor({0.0, 5.0, 0.0}),
+             hi = tpf::tensor({1.0, 2.0, 1.0});
+  CHECK_THROWS_WITH_AS(tpf::clip(tpf::ones({2, 3}, tpf::float64), lo, hi),
+                       "[clip] expected lo <= hi, got lo = 5 > hi = 2 at flat "
+                       "index 1 of (3,)",
+                       tpf::ValueError);
+  CHECK_THROWS_WITH_AS(
+      tpf::clip(a, tpf::ones({2}), hi),
+      "[clip] expected broadcastable shapes, got (2,) and (3,)",
+      tpf::ShapeError);
+  CHECK(tpf::clip(tpf::tensor({-3.0, 0.5, 3.0}), tpf::tensor({-1.0, 1.0, 0.0}),
+                  hi)
+            .to_vector<double>() == std::vector<double>{-1.0, 1.0, 1.0});
   CHECK_THROWS_AS(tpf::add(a, tpf::Tensor()), tpf::ValueError);
 }

@@ -4,9 +4,12 @@
 #include "core/checked.hpp"
 #include "core/op_error.hpp"
 #include "ops/apply.hpp"
+#include "ops/composite.hpp"
 #include "ops/elementwise_ops.hpp"
+#include "tapeflow/autograd.hpp"
 #include "tapeflow/creation.hpp"
 #include "tapeflow/ops/math.hpp"
+#include "tapeflow/ops/reduce.hpp"
 #include "tapeflow/ops/shape.hpp"
 
 namespace tapeflow {
@@ -144,14 +147,43 @@ Grads Maximum::vjp(const VjpArgs& a) const {
           a.needs(1) ? where(x_wins, zeros_of(a.grad), a.grad) : Tensor()};
 }
 
+namespace {
+
+/**
+ * lo > hi anywhere would silently clip to hi there: a ValueError naming the
+ * first such pair. One comparison, reduced to a host bool: clip with tensor
+ * bounds is a preprocessing op, not a per-element hot path.
+ */
+void check_bounds_ordered(const Tensor& lo, const Tensor& hi) {
+  const Shape both = broadcast_shapes(lo.shape(), hi.shape(), "clip");
+  NoGradGuard no_grad;
+  const Tensor crossed = reshape(greater(lo, hi).cast(int32), {-1});
+  if (crossed.numel() == 0 || max(crossed).item<int32_t>() == 0) return;
+  const int64_t at = argmax(crossed).item<int64_t>();
+  const auto value_at = [&](const Tensor& t) {
+    return reshape(broadcast_to(t.cast(float64), both), {-1})
+        .to_vector<double>()[at];
+  };
+  throw op_error<ValueError>(
+      "clip", "expected lo <= hi, got lo = ", value_at(lo),
+      " > hi = ", value_at(hi), " at flat index ", at, " of ", both.str());
+}
+
+}  // namespace
+
 Tensor clip(const Tensor& x, const Tensor& lo, const Tensor& hi) {
-  return minimum(maximum(x, lo), hi);
+  return composite("clip", [&] {
+    check_bounds_ordered(lo, hi);
+    return minimum(maximum(x, lo), hi);
+  });
 }
 Tensor clip(const Tensor& x, double lo, double hi) {
   if (lo > hi)
-    throw ValueError("[clip] expected lo <= hi, got lo = " +
-                     std::to_string(lo) + " and hi = " + std::to_string(hi));
-  return clip(x, scalar_like(x, lo), scalar_like(x, hi));
+    throw op_error<ValueError>("clip", "expected lo <= hi, got lo = ", lo,
+                               " > hi = ", hi);
+  return composite("clip", [&] {
+    return minimum(maximum(x, scalar_like(x, lo)), scalar_like(x, hi));
+  });
 }
 
 Tensor equal(const Tensor& x, const Tensor& y) {
