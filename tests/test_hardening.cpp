@@ -95,6 +95,33 @@ TEST_CASE("degenerate sizes") {
                                         tpf::ones({3, 3, 0, 1}), {});
       },
       "[depthwise_conv2d] expected");
+  const bool nhwc[] = {false, true};
+  for (const bool last : nhwc)
+    expect_error<tpf::ShapeError>(
+        [&] {
+          (void)tpf::nn::separable_conv2d(
+              last ? tpf::ones({1, 4, 4, 0}) : tpf::ones({1, 0, 4, 4}),
+              last ? tpf::ones({3, 3, 0, 1}) : tpf::ones({0, 1, 3, 3}),
+              last ? tpf::ones({1, 1, 0, 2}) : tpf::ones({2, 0, 1, 1}),
+              {.data_format = last ? "NHWC" : "NCHW"});
+        },
+        "[separable_conv2d] depthwise_conv2d: expected x with at least 1 "
+        "channel, got 0");
+}
+
+TEST_CASE("SAME windows over an empty axis make an empty output") {
+  const auto x = tpf::ones({2, 1, 0, 3});
+  const tpf::nn::PoolOptions pool{
+      .ksize = {1, 1}, .strides = {2, 2}, .padding = "SAME"};
+  CHECK(tpf::nn::max_pool2d(x, pool).shape() == tpf::Shape{2, 1, 0, 2});
+  CHECK(tpf::nn::avg_pool2d(x, pool).shape() == tpf::Shape{2, 1, 0, 2});
+  // As PyTorch, a filter larger than the padded input is refused.
+  expect_error<tpf::ShapeError>(
+      [&] {
+        (void)tpf::nn::conv2d(x, tpf::ones({4, 1, 1, 1}),
+                              {.strides = {2}, .padding = "SAME"});
+      },
+      "[conv2d] expected a dilated filter extent <= padded input");
 }
 
 TEST_CASE("max and min over an empty axis are -inf and +inf") {
@@ -290,6 +317,14 @@ TEST_CASE("split: sizes as tf.split takes them, one may be -1") {
         (void)tpf::split(x, std::vector<int64_t>{INT64_MAX, INT64_MAX}, 0);
       },
       "[split] expected the sum of sizes to fit in int64");
+  // An empty batch splits across replicas; 2^50 empty parts do not exist.
+  CHECK(tpf::split(tpf::ones({0, 3}), 4, 0).size() == 4);
+  expect_error<tpf::ValueError>(
+      [] {
+        (void)tpf::split(tpf::ones({int64_t{1} << 50, 0}), int64_t{1} << 50);
+      },
+      "[split] expected at most 1048576 parts of an empty tensor, got "
+      "1125899906842624");
 }
 
 TEST_CASE("pooling cost follows the data, not the window or the stride") {

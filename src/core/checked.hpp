@@ -33,6 +33,15 @@ inline int64_t checked_add(int64_t a, int64_t b, std::string_view op,
 }
 
 /**
+ * How many windows of `extent` elements, `stride` apart, fit in `padded`
+ * elements: (padded - extent) / stride + 1, and 0 when not one fits (C++
+ * division truncates -1 / 2 to 0, which would count one window too many).
+ */
+inline int64_t window_count(int64_t padded, int64_t extent, int64_t stride) {
+  return padded < extent ? 0 : (padded - extent) / stride + 1;
+}
+
+/**
  * The element count of `s`: ShapeError for a negative extent, ValueError
  * when the product does not fit in int64.
  */

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "ops/apply.hpp"
 #include "tapeflow/core/error.hpp"
 
 namespace tapeflow {
@@ -42,6 +43,8 @@ void rethrow_in_composite(std::string_view op) {
     rethrow_as<ShapeError, DTypeError, DeviceError, IndexError, IOError,
                ValueError, DataLossError, ResourceExhaustedError,
                OutOfRangeError, CancelledError>(op, e);
+  } catch (const std::exception&) {
+    rethrow_as_error(std::string(op).c_str());
   }
 }
 

@@ -7,6 +7,7 @@
 #include "core/op_error.hpp"
 #include "ops/apply.hpp"
 #include "ops/axes.hpp"
+#include "ops/composite.hpp"
 #include "ops/shape_ops.hpp"
 #include "tapeflow/ops/reduce.hpp"
 #include "tapeflow/ops/shape.hpp"
@@ -203,7 +204,16 @@ std::vector<Tensor> split(const Tensor& x, int64_t num, int64_t axis) {
     throw ShapeError("[split] expected a part count dividing " +
                      std::to_string(x.shape()[a]) + ", got " +
                      std::to_string(num));
-  return split(x, std::vector<int64_t>(num, x.shape()[a] / num), a);
+  // Parts of a tensor with elements hold at least one each: their count is
+  // bounded by the data. An empty tensor splits into any count (tf.split of
+  // an empty batch across replicas), each part a tensor handle: bound it.
+  constexpr int64_t most_empty_parts = int64_t{1} << 20;
+  if (x.numel() == 0 && num > most_empty_parts)
+    throw op_error<ValueError>("split", "expected at most ", most_empty_parts,
+                               " parts of an empty tensor, got ", num);
+  return composite("split", [&] {
+    return split(x, std::vector<int64_t>(num, x.shape()[a] / num), a);
+  });
 }
 
 }  // namespace tapeflow

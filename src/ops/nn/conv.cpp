@@ -4,8 +4,10 @@
 // applies Conv or ConvGradInput; the gradient rules of the three ops follow.
 #include "tapeflow/nn/conv.hpp"
 
+#include "core/checked.hpp"
 #include "core/op_error.hpp"
 #include "ops/apply.hpp"
+#include "ops/composite.hpp"
 #include "ops/elementwise_ops.hpp"
 #include "ops/nn/conv_ops.hpp"
 #include "ops/nn/layout.hpp"
@@ -19,8 +21,8 @@ Shape ConvAttrs::output_shape(const Shape& x, const Shape& filter) const {
   Shape out{x[0], filter[0]};
   for (int64_t i = 0; i < spatial(); ++i) {
     const int64_t extent = (filter[i + 2] - 1) * dilations[i] + 1;
-    out.push_back(
-        (x[i + 2] + pads_before[i] + pads_after[i] - extent) / strides[i] + 1);
+    out.push_back(window_count(x[i + 2] + pads_before[i] + pads_after[i],
+                               extent, strides[i]));
   }
   return out;
 }
@@ -222,6 +224,9 @@ Tensor conv_transpose_nd(const char* op, int64_t nsp, const Tensor& x,
 Tensor depthwise_filter(const char* op, int64_t channels, const Tensor& f,
                         bool last) {
   const Shape& s = f.shape();
+  // groups = channels: like PyTorch, no groups at all is refused.
+  if (channels == 0)
+    throw op_error<ShapeError>(op, "expected x with at least 1 channel, got 0");
   if (last) {
     if (s[2] != channels)
       throw op_error<ShapeError>(op, "expected filter (KH, KW, ", channels,
@@ -277,8 +282,8 @@ Tensor depthwise_conv2d(const Tensor& x, const Tensor& filter,
   const bool last = channels_last(op, 2, o.data_format);
   const Tensor xc = last ? to_channels_first(x) : x;
   const int64_t c = xc.shape()[1];
-  const Tensor y = run_conv(op, xc, depthwise_filter(op, c, filter, last), o,
-                            std::max<int64_t>(c, 1));
+  const Tensor y =
+      run_conv(op, xc, depthwise_filter(op, c, filter, last), o, c);
   return last ? to_channels_last(y) : y;
 }
 
@@ -301,8 +306,10 @@ Tensor separable_conv2d(const Tensor& x, const Tensor& depthwise_filter,
                                " in-channels, got ", p.str());
   ConvOptions pointwise;
   pointwise.data_format = o.data_format;
-  return conv2d(depthwise_conv2d(x, depthwise_filter, o), pointwise_filter,
-                pointwise);
+  return composite(op, [&] {
+    return conv2d(depthwise_conv2d(x, depthwise_filter, o), pointwise_filter,
+                  pointwise);
+  });
 }
 
 }  // namespace nn

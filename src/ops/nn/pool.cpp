@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <string>
 
+#include "core/checked.hpp"
 #include "core/op_error.hpp"
 #include "ops/apply.hpp"
 #include "ops/nn/layout.hpp"
@@ -16,8 +17,8 @@ namespace tapeflow {
 Shape PoolWindow::output_shape(const Shape& in) const {
   Shape out{in[0], in[1]};
   for (int64_t i = 0; i < ksize.size(); ++i)
-    out.push_back((in[i + 2] + pad_lo[i] + pad_hi[i] - ksize[i]) / strides[i] +
-                  1);
+    out.push_back(
+        window_count(in[i + 2] + pad_lo[i] + pad_hi[i], ksize[i], strides[i]));
   return out;
 }
 
