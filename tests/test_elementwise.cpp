@@ -317,3 +317,40 @@ TEST_CASE("elementwise errors name the op and both shapes") {
             .to_vector<double>() == std::vector<double>{-1.0, 1.0, 1.0});
   CHECK_THROWS_AS(tpf::add(a, tpf::Tensor()), tpf::ValueError);
 }
+
+TEST_CASE("degenerate inputs: OpCase rows") {
+  using testing::degenerate;
+  using testing::kNan;
+  const auto zeros = [](const tpf::Shape& s) {
+    return tpf::zeros(s, tpf::float64);
+  };
+  const std::vector<OpCase> cases = {
+      degenerate(
+          "add_empty_broadcast", [](const Ts& in) { return in[0] + in[1]; },
+          {zeros({0, 3}), uniform64({3})}, zeros({0, 3})),
+      degenerate(
+          "mul_zero_columns", [](const Ts& in) { return in[0] * in[1]; },
+          {zeros({2, 0}), uniform64({2, 1})}, zeros({2, 0})),
+      degenerate(
+          "exp_empty", [](const Ts& in) { return tpf::exp(in[0]); },
+          {zeros({0})}, zeros({0})),
+      degenerate(
+          "maximum_nan_either_side",
+          [](const Ts& in) { return tpf::maximum(in[0], in[1]); },
+          {tpf::tensor({kNan, 1.0, 2.0}), tpf::tensor({0.0, kNan, 1.0})},
+          tpf::tensor({kNan, kNan, 2.0})),
+      degenerate(
+          "minimum_nan_either_side",
+          [](const Ts& in) { return tpf::minimum(in[0], in[1]); },
+          {tpf::tensor({kNan, 1.0, 2.0}), tpf::tensor({0.0, kNan, 1.0})},
+          tpf::tensor({kNan, kNan, 1.0})),
+      degenerate(
+          "relu_keeps_nan", [](const Ts& in) { return tpf::relu(in[0]); },
+          {tpf::tensor({kNan, -1.0, 2.0})}, tpf::tensor({kNan, 0.0, 2.0})),
+      degenerate(
+          "clip_keeps_nan",
+          [](const Ts& in) { return tpf::clip(in[0], -1.0, 1.0); },
+          {tpf::tensor({kNan, -3.0, 0.5})}, tpf::tensor({kNan, -1.0, 0.5})),
+  };
+  for (const auto& c : cases) testing::run_op_case(c);
+}

@@ -124,6 +124,19 @@ TEST_CASE("SAME windows over an empty axis make an empty output") {
       "[conv2d] expected a dilated filter extent <= padded input");
 }
 
+TEST_CASE("ops whose outputs are empty return at once, whatever the extents") {
+  // 2^50 rows of nothing: no kernel loops over them.
+  constexpr int64_t rows = int64_t{1} << 50;
+  const auto x = tpf::broadcast_to(tpf::ones({1, 1, 0}), {rows, 1, 0});
+  CHECK(tpf::nn::max_pool1d(x, {.ksize = {1}, .padding = "SAME"}).shape() ==
+        tpf::Shape{rows, 1, 0});
+  // softmax's row maxima, (2^50, 1, 1), are real: refused, not looped over.
+  expect_error<tpf::ResourceExhaustedError>([&] { (void)tpf::nn::softmax(x); },
+                                            "[softmax] max: expected");
+  CHECK(tpf::gather(x, tpf::tensor({0}), 1).shape() == tpf::Shape{rows, 1, 0});
+  CHECK((x * 2.0).shape() == tpf::Shape{rows, 1, 0});
+}
+
 TEST_CASE("max and min over an empty axis are -inf and +inf") {
   const auto e = tpf::ones({0, 3});
   for (float v : tpf::max(e, {0}).to_vector<float>())

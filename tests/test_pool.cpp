@@ -435,3 +435,39 @@ TEST_CASE("pooling takes one ksize or strides value for every spatial axis") {
       [&] { nn::max_pool3d(x3, {{0}}); },
       "[max_pool3d] expected positive ksize, got [0]");
 }
+
+TEST_CASE("degenerate inputs: OpCase rows") {
+  using testing::degenerate;
+  using testing::kNan;
+  const auto zeros = [](const tpf::Shape& s) {
+    return tpf::zeros(s, tpf::float64);
+  };
+  const nn::PoolOptions k2{.ksize = {2, 2}};
+  const nn::PoolOptions same{
+      .ksize = {1, 1}, .strides = {2, 2}, .padding = "SAME"};
+  const auto nan_window =
+      tpf::reshape(tpf::tensor({kNan, 1.0, 2.0, 3.0}), {1, 1, 2, 2});
+  const std::vector<OpCase> cases = {
+      degenerate(
+          "max_pool_no_channels",
+          [=](const Ts& in) { return nn::max_pool2d(in[0], k2); },
+          {zeros({1, 0, 4, 4})}, zeros({1, 0, 2, 2})),
+      degenerate(
+          "avg_pool_empty_batch",
+          [=](const Ts& in) { return nn::avg_pool2d(in[0], k2); },
+          {zeros({0, 1, 4, 4})}, zeros({0, 1, 2, 2})),
+      degenerate(
+          "max_pool_same_over_empty_axis",
+          [=](const Ts& in) { return nn::max_pool2d(in[0], same); },
+          {zeros({2, 1, 0, 3})}, zeros({2, 1, 0, 2})),
+      degenerate(
+          "max_pool_nan_window",
+          [=](const Ts& in) { return nn::max_pool2d(in[0], k2); }, {nan_window},
+          tpf::full({1, 1, 1, 1}, kNan, tpf::float64)),
+      degenerate(
+          "avg_pool_nan_window",
+          [=](const Ts& in) { return nn::avg_pool2d(in[0], k2); }, {nan_window},
+          tpf::full({1, 1, 1, 1}, kNan, tpf::float64)),
+  };
+  for (const auto& c : cases) testing::run_op_case(c);
+}

@@ -19,7 +19,8 @@ template <class T, class Fn>
 void for_each_matrix(const Tensor& input, Fn&& fn) {
   const Tensor x = materialize(input);
   const int64_t n = x.shape()[x.rank() - 1];
-  const int64_t count = n ? x.numel() / (n * n) : 0;
+  int64_t count = 1;  // the batch, also when its matrices are 0x0
+  for (int64_t i = 0; i + 2 < x.rank(); ++i) count *= x.shape()[i];
   const T* p = static_cast<const T*>(x.raw_data());
   const std::array<size_t, 2> shape = {size_t(n), size_t(n)};
   for (int64_t k = 0; k < count; ++k)
@@ -33,6 +34,7 @@ void inverse(const MatrixInverse& op, Inputs in, const Outputs& outs) {
     using T = decltype(tag);
     T* o = static_cast<T*>(out.raw_data());
     for_each_matrix<T>(in[0], [&](int64_t k, const auto& m, int64_t n) {
+      if (n == 0) return;  // a 0x0 inverse has nothing to write
       try {
         auto inv = xt::linalg::inv(m);
         auto dst = xt::adapt(o + k * n * n, size_t(n * n), xt::no_ownership(),
@@ -53,8 +55,8 @@ void determinant(const MatrixDeterminant& op, Inputs in, const Outputs& outs) {
   dispatch_floating(in[0].dtype(), op.name, [&](auto tag) {
     using T = decltype(tag);
     T* o = static_cast<T*>(out.raw_data());
-    for_each_matrix<T>(in[0], [&](int64_t k, const auto& m, int64_t) {
-      o[k] = xt::linalg::det(m);
+    for_each_matrix<T>(in[0], [&](int64_t k, const auto& m, int64_t n) {
+      o[k] = n == 0 ? T(1) : T(xt::linalg::det(m));  // the empty product
     });
   });
 }

@@ -1,4 +1,5 @@
 #pragma once
+#include <algorithm>
 #include <array>
 #include <functional>
 #include <initializer_list>
@@ -99,12 +100,20 @@ OpResult<Op> run(Device device, const Op& op, Inputs in, PayloadPtr* keep) {
   PayloadPtr left;
   PayloadPtr* slot = keep ? keep : (recording ? &left : nullptr);
   const Kernel<Op> kernel = find_kernel<Op>(device);
+  // Only empty outputs: nothing to compute, so no kernel runs (one looping
+  // over the 2^50 rows of a (2^50, 0) input would take forever to do it).
+  const bool nothing_to_compute =
+      std::ranges::all_of(specs, [](const autograd::TensorSpec& s) {
+        return std::ranges::find(s.shape, 0) != s.shape.end();
+      });
   std::array<Tensor, n> out =
-      kernel
+      kernel || nothing_to_compute
           ? allocate<n>(specs, device, Op::name, std::make_index_sequence<n>())
           : std::array<Tensor, n>{};
   try {
-    if (kernel) [[likely]] {
+    if (nothing_to_compute) [[unlikely]] {
+      // The allocated, empty outputs are the whole result.
+    } else if (kernel) [[likely]] {
       kernel(op, in, Outputs(out, slot));
     } else {
       Kernel<Op> cpu = KernelTable<Op>::kernels[0];

@@ -97,8 +97,13 @@ Tensor strided_to_host(const Tensor& x) {
 
 Tensor ToDevice::view(const Tensor& x) const {
   if (!device.is_cpu()) checked_backend(device, name);  // errors name "to"
+  // Nothing to copy nor to lay out (and no kernel to ask for on a device
+  // that would soft-place the copy back here).
+  if (x.numel() == 0)
+    return x.device() == device ? x
+                                : empty_tensor(x.shape(), x.dtype(), device);
   Tensor src = x;
-  if (x.numel() > 0 && !x.is_contiguous() && !x.device().is_cpu())
+  if (!x.is_contiguous() && !x.device().is_cpu())
     src = strided_to_host(x);
   else
     src = materialize(x);

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,18 @@ std::string gradcheck(const Fn& f, const std::vector<tpf::Tensor>& inputs,
                       GradcheckOptions opt = {});
 
 /**
+ * The kind of an OpCase row. A degenerate row feeds an op the inputs ops get
+ * wrong first: an empty or 0-channel extent, NaN. It gets the same forward,
+ * strided, float32 and device checks (NaN matches NaN); its gradient is
+ * checked for each input's shape, and by finite differences only where no
+ * input holds NaN.
+ */
+enum class Row { regular, degenerate };
+
+/** A quiet NaN, for degenerate rows' inputs and expected values. */
+inline constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
+
+/**
  * One op under test: forward reference, gradient, strided inputs. `fn` also
  * runs on device inputs: a tensor it makes itself (labels, indices) goes to
  * `in[0].device()`.
@@ -49,7 +62,12 @@ struct OpCase {
   std::vector<tpf::Tensor> inputs;  // float64
   tpf::Tensor expected;             // hand-computed forward result
   bool differentiable = true;
+  Row row = Row::regular;
 };
+
+/** A degenerate row (see Row) of `fn` at `inputs`, expecting `expected`. */
+OpCase degenerate(std::string name, Fn fn, std::vector<tpf::Tensor> inputs,
+                  tpf::Tensor expected, bool differentiable = true);
 
 /**
  * Runs every check of `c` inside a doctest SUBCASE named after it: forward
