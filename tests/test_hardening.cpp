@@ -72,19 +72,37 @@ TEST_CASE("a tensor larger than memory is a ResourceExhaustedError") {
       [] { (void)tpf::zeros({int64_t{1} << 46}); }, "[full] expected");
 }
 
-TEST_CASE(
-    "pooling geometry with absurd strides: SAME output, no foreign "
-    "exception") {
+TEST_CASE("absurd strides, pads and dilations: TF's output or an error") {
   constexpr int64_t huge = std::numeric_limits<int64_t>::max();
+  constexpr int64_t far = int64_t{1} << 40;
   const auto x = tpf::ones({1, 1, 4, 4});
-  try {
-    const auto y = tpf::nn::max_pool2d(
-        x, {.ksize = {2, 2}, .strides = {huge, huge}, .padding = "SAME"});
-    CHECK(y.shape() == tpf::Shape{1, 1, 1, 1});  // TensorFlow's 1x1
-  } catch (const tpf::Error& e) {
-    // oneDNN refuses such strides; the refusal names the op.
-    CHECK(std::string(e.what()).rfind("[max_pool]", 0) == 0);
+  // One window, as TensorFlow: the backends see the smallest such stride.
+  CHECK(tpf::nn::max_pool2d(
+            x, {.ksize = {2, 2}, .strides = {huge, huge}, .padding = "SAME"})
+            .shape() == tpf::Shape{1, 1, 1, 1});
+  const auto w = tpf::ones({1, 1, 2, 2});
+  for (const int64_t stride : {far, huge}) {
+    const auto y = tpf::nn::conv2d(x, w, {.strides = {stride}});
+    CHECK(y.shape() == tpf::Shape{1, 1, 1, 1});
+    CHECK(y.item<float>() == 4.0f);
   }
+  expect_error<tpf::ValueError>(
+      [&] {
+        (void)tpf::nn::conv2d(x, w, {.padding = {huge, 1, 0, 0}});
+      },
+      "[conv2d] expected the padded input to fit in int64, got 4 + "
+      "9223372036854775807");
+  expect_error<tpf::ValueError>(
+      [&] {
+        (void)tpf::nn::conv2d(x, w, {.padding = {far, far, far, far}});
+      },
+      "[conv2d] conv: expected a shape whose element count fits in int64");
+  expect_error<tpf::ValueError>(
+      [&] { (void)tpf::nn::conv2d(x, w, {.dilations = {huge}}); },
+      "[conv2d] expected the dilated filter extent to fit in int64");
+  expect_error<tpf::ShapeError>(
+      [&] { (void)tpf::nn::conv2d(x, w, {.dilations = {far}}); },
+      "[conv2d] expected a dilated filter extent <= padded input");
 }
 
 TEST_CASE("degenerate sizes") {

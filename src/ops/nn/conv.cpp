@@ -4,6 +4,8 @@
 // applies Conv or ConvGradInput; the gradient rules of the three ops follow.
 #include "tapeflow/nn/conv.hpp"
 
+#include <algorithm>
+
 #include "core/checked.hpp"
 #include "core/op_error.hpp"
 #include "ops/apply.hpp"
@@ -135,7 +137,10 @@ ConvAttrs resolve(const char* op, const Shape& x, const Shape& w,
   const Padding& p = o.padding;
   for (int64_t i = 0; i < nsp; ++i) {
     const int64_t in = x[i + 2], s = a.strides[i];
-    const int64_t extent = (w[i + 2] - 1) * a.dilations[i] + 1;
+    const int64_t extent =
+        checked_add(checked_mul(w[i + 2] - 1, a.dilations[i], op,
+                                "the dilated filter extent"),
+                    1, op, "the dilated filter extent");
     int64_t before = 0, after = 0;
     if (p.mode == "SAME") {
       const layout::AxisPads same = layout::same_padding(in, extent, s);
@@ -155,10 +160,16 @@ ConvAttrs resolve(const char* op, const Shape& x, const Shape& w,
       throw op_error<ValueError>(
           op, "expected padding SAME, VALID or explicit pads, got ", p.mode);
     }
-    if (extent > in + before + after)
+    const int64_t padded =
+        checked_add(checked_add(in, before, op, "the padded input"), after, op,
+                    "the padded input");
+    if (extent > padded)
       throw op_error<ShapeError>(op, "expected a dilated filter extent <= ",
                                  "padded input along spatial axis ", i,
-                                 ", got ", extent, " > ", in + before + after);
+                                 ", got ", extent, " > ", padded);
+    // A stride past the last window start gives one window, as any such
+    // stride: backends see the smallest (oneDNN refuses 2^40).
+    a.strides[i] = std::min(s, padded - extent + 1);
     a.pads_before.push_back(before);
     a.pads_after.push_back(after);
   }
@@ -172,13 +183,17 @@ Tensor run_conv(const char* op, const Tensor& x, const Tensor& w,
   const ConvAttrs attrs = resolve(op, x.shape(), w.shape(), o, groups);
   const Conv conv{attrs};
   auto [xp, wp] = promote_pair(x, w, op);
-  if (!bias.defined()) return apply(conv, {xp, wp});
-  if (bias.rank() != 1 || bias.shape()[0] != w.shape()[0])
-    throw op_error<ShapeError>(op, "expected a bias of shape (", w.shape()[0],
-                               "), got ", bias.shape().str());
-  check_float(op, bias, "bias");
-  const Tensor b = bias.dtype() == xp.dtype() ? bias : cast(bias, xp.dtype());
-  return apply(conv, {xp, wp, b});
+  if (bias.defined()) {
+    if (bias.rank() != 1 || bias.shape()[0] != w.shape()[0])
+      throw op_error<ShapeError>(op, "expected a bias of shape (", w.shape()[0],
+                                 "), got ", bias.shape().str());
+    check_float(op, bias, "bias");
+  }
+  return composite(op, [&] {
+    if (!bias.defined()) return apply(conv, {xp, wp});
+    const Tensor b = bias.dtype() == xp.dtype() ? bias : cast(bias, xp.dtype());
+    return apply(conv, {xp, wp, b});
+  });
 }
 
 Tensor conv_nd(const char* op, int64_t nsp, const Tensor& x,
