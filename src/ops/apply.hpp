@@ -77,6 +77,23 @@ std::span<const autograd::TensorSpec> spec_span(
   return specs;
 }
 
+/**
+ * Outputs with no element (a 0 extent) are the whole result: no kernel runs
+ * for them, so kernels need not guard their outer loops (the 2^50 rows of a
+ * (2^50, 1, 0) input would take forever to do nothing).
+ */
+template <size_t N>
+bool all_empty(const std::array<Tensor, N>& out) {
+  for (const Tensor& t : out)
+    if (t.impl()->storage->nbytes() != 0) return false;
+  return true;
+}
+inline bool all_empty(std::span<const autograd::TensorSpec> specs) {
+  for (const autograd::TensorSpec& s : specs)
+    if (std::ranges::find(s.shape, 0) == s.shape.end()) return false;
+  return true;
+}
+
 /** Fresh outputs of `specs` on `device`, each constructed in place. */
 template <size_t N, size_t... I>
 std::array<Tensor, N> allocate(std::span<const autograd::TensorSpec> specs,
@@ -100,21 +117,15 @@ OpResult<Op> run(Device device, const Op& op, Inputs in, PayloadPtr* keep) {
   PayloadPtr left;
   PayloadPtr* slot = keep ? keep : (recording ? &left : nullptr);
   const Kernel<Op> kernel = find_kernel<Op>(device);
-  // Only empty outputs: nothing to compute, so no kernel runs (one looping
-  // over the 2^50 rows of a (2^50, 0) input would take forever to do it).
-  const bool nothing_to_compute =
-      std::ranges::all_of(specs, [](const autograd::TensorSpec& s) {
-        return std::ranges::find(s.shape, 0) != s.shape.end();
-      });
   std::array<Tensor, n> out =
-      kernel || nothing_to_compute
+      kernel
           ? allocate<n>(specs, device, Op::name, std::make_index_sequence<n>())
           : std::array<Tensor, n>{};
   try {
-    if (nothing_to_compute) [[unlikely]] {
-      // The allocated, empty outputs are the whole result.
-    } else if (kernel) [[likely]] {
-      kernel(op, in, Outputs(out, slot));
+    if (kernel) [[likely]] {
+      if (!all_empty(out)) kernel(op, in, Outputs(out, slot));
+    } else if (all_empty(specs)) {
+      out = allocate<n>(specs, device, Op::name, std::make_index_sequence<n>());
     } else {
       Kernel<Op> cpu = KernelTable<Op>::kernels[0];
       if (!cpu) throw_no_kernel(Op::name, device);
