@@ -1,51 +1,53 @@
-// The CUDA device backend: a caching allocator per GPU and host copies.
+// The CUDA device backend: a BFC arena per GPU (src/core/bfc_arena.hpp) and
+// host copies.
 #include <memory>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "check.hpp"
-#include "core/block_cache.hpp"
+#include "core/bfc_arena.hpp"
 #include "core/registry.hpp"
 
 namespace tapeflow::cuda {
 namespace {
 
-/** Device memory cached by size class; cudaMalloc/cudaFree synchronize. */
-class CudaAllocator final : public Allocator {
+/** One GPU's memory for its arena: cudaMalloc'd segments. */
+class CudaSegments final : public SegmentSource {
  public:
-  explicit CudaAllocator(int device) : device_(device) {}
-
-  void* allocate(size_t nbytes) override {
-    const SizeClass cls = size_class(nbytes);
-    if (void* p = cache_.take(cls)) return p;
+  explicit CudaSegments(int device) : device_(device) {}
+  void* allocate(size_t bytes) override {
     TAPEFLOW_CUDA_CHECK(cudaSetDevice(device_));
     void* p = nullptr;
-    if (cudaMalloc(&p, cls.bytes) != cudaSuccess) {
-      cudaGetLastError();  // clear, release the cache and try once more
-      empty_cache();
-      if (cudaMalloc(&p, cls.bytes) != cudaSuccess) {
-        cudaGetLastError();
-        cache_.cancel(cls);
-        const MemoryStats s = cache_.stats();
-        throw DeviceError("[allocate] expected " + std::to_string(cls.bytes) +
-                          " bytes on cuda:" + std::to_string(device_) +
-                          ", got out of memory (" +
-                          std::to_string(s.allocated_bytes) + " bytes in use)");
-      }
+    if (cudaMalloc(&p, bytes) != cudaSuccess) {
+      cudaGetLastError();  // out of memory is an answer, not a sticky error
+      return nullptr;
     }
     return p;
   }
-  void deallocate(void* p, size_t nbytes) override {
-    cache_.put(p, size_class(nbytes));
-  }
-  MemoryStats stats() const override { return cache_.stats(); }
-  void empty_cache() override {
+  void release(void* p, size_t) override {
     cudaSetDevice(device_);
-    cache_.drain([](void* p) { cudaFree(p); });
+    cudaFree(p);
+  }
+  size_t total_bytes() const override { return mem_info().second; }
+  size_t free_bytes() const override { return mem_info().first; }
+  void synchronize() override {
+    TAPEFLOW_CUDA_CHECK(cudaSetDevice(device_));
+    TAPEFLOW_CUDA_CHECK(cudaDeviceSynchronize());
+  }
+  std::string device_name() const override {
+    return "cuda:" + std::to_string(device_);
   }
 
  private:
+  std::pair<size_t, size_t> mem_info() const {
+    TAPEFLOW_CUDA_CHECK(cudaSetDevice(device_));
+    size_t free = 0, total = 0;
+    TAPEFLOW_CUDA_CHECK(cudaMemGetInfo(&free, &total));
+    return {free, total};
+  }
+
   int device_;
-  BlockCache cache_;
 };
 
 class CudaBackend final : public DeviceBackend {
@@ -57,7 +59,8 @@ class CudaBackend final : public DeviceBackend {
       count_ = 0;
     }
     for (int i = 0; i < count_; ++i)
-      allocators_.push_back(std::make_unique<CudaAllocator>(i));
+      allocators_.push_back(std::make_unique<DeviceArena>(
+          [i] { return std::make_unique<CudaSegments>(i); }));
   }
   const char* name() const override { return "cuda"; }
   int device_count() const override { return count_; }
@@ -75,7 +78,7 @@ class CudaBackend final : public DeviceBackend {
 
  private:
   int count_ = 0;
-  std::vector<std::unique_ptr<CudaAllocator>> allocators_;
+  std::vector<std::unique_ptr<DeviceArena>> allocators_;
 };
 
 }  // namespace

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <cstddef>
+#include <string>
 #include <string_view>
 
 namespace tapeflow::config {
@@ -32,5 +34,23 @@ void set_float32_matmul_precision(Float32Precision precision);
 /** The same by PyTorch's names: "highest", "high" or "medium". */
 void set_float32_matmul_precision(std::string_view name);
 Float32Precision float32_matmul_precision();
+
+/**
+ * How each GPU's memory is managed (TensorFlow's GPUOptions). The arena of a
+ * device caps the bytes it reserves at `memory_limit_bytes` when > 0, else at
+ * `per_process_gpu_memory_fraction` (in (0, 1]) of the device's total
+ * memory. `allow_growth` (default on, unlike TF) reserves segments as needed;
+ * off, the whole cap is reserved at first use. Env TF_FORCE_GPU_ALLOW_GROWTH
+ * = true|false overrides it. "BFC" is the only allocator_type. Set them
+ * before a device first allocates: later calls throw ValueError.
+ */
+struct GpuMemoryOptions {
+  double per_process_gpu_memory_fraction = 1.0;
+  bool allow_growth = true;
+  size_t memory_limit_bytes = 0;
+  std::string allocator_type = "BFC";
+};
+void set_gpu_memory_options(const GpuMemoryOptions& options);
+GpuMemoryOptions gpu_memory_options();
 
 }  // namespace tapeflow::config

@@ -1,6 +1,7 @@
 #include "tapeflow/core/tensor.hpp"
 
 #include <cstring>
+#include <string_view>
 
 #include "core/checked.hpp"
 #include "core/cpu_allocator.hpp"
@@ -24,6 +25,12 @@ Tensor empty_tensor(const Shape& shape, DType dtype, Device device,
         op, "expected ", bytes, " bytes for a ", dtype_name(dtype),
         " tensor of shape ", shape.str(), " on ", device.str(),
         ", got an allocation failure (out of memory)");
+  } catch (const ResourceExhaustedError& e) {
+    // A device arena's "[allocate] ..." says what it holds; the op goes first.
+    constexpr std::string_view arena = "[allocate] ";
+    std::string_view what = e.what();
+    if (what.starts_with(arena)) what.remove_prefix(arena.size());
+    throw op_error<ResourceExhaustedError>(op, what);
   }
   impl->shape = shape;
   impl->strides = contiguous_strides(shape);

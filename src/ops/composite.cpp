@@ -40,9 +40,10 @@ void rethrow_in_composite(std::string_view op) {
   try {
     throw;
   } catch (const Error& e) {
-    rethrow_as<ShapeError, DTypeError, DeviceError, IndexError, IOError,
-               ValueError, DataLossError, ResourceExhaustedError,
-               OutOfRangeError, CancelledError>(op, e);
+    // Subclasses before their bases: an out-of-memory error stays one.
+    rethrow_as<ShapeError, DTypeError, ResourceExhaustedError, DeviceError,
+               IndexError, IOError, ValueError, DataLossError, OutOfRangeError,
+               CancelledError>(op, e);
   } catch (const std::exception&) {
     rethrow_as_error(std::string(op).c_str());
   }

@@ -2,20 +2,41 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <string>
 
 #include "core/backend_loader.hpp"
+#include "core/bfc_arena.hpp"
 #include "core/registry.hpp"
 #include "ops/elementwise_ops.hpp"
 
 namespace testing {
 namespace {
 
-class HostMemory final : public tpf::Allocator {
+/**
+ * Host memory posing as a 1 GiB device: the test device's arena carves it
+ * as it would a GPU's, so options, statistics and out-of-memory errors are
+ * tested through the public API.
+ */
+class HostSegments final : public tpf::SegmentSource {
  public:
-  void* allocate(size_t n) override { return std::malloc(n); }
-  void deallocate(void* p, size_t) override { std::free(p); }
-  tpf::MemoryStats stats() const override { return {}; }
-  void empty_cache() override {}
+  static constexpr size_t kTotal = size_t{1} << 30;
+  void* allocate(size_t bytes) override {
+    if (bytes > kTotal - reserved_) return nullptr;
+    void* p = std::aligned_alloc(4096, bytes);
+    if (p) reserved_ += bytes;
+    return p;
+  }
+  void release(void* p, size_t bytes) override {
+    std::free(p);
+    reserved_ -= bytes;
+  }
+  size_t total_bytes() const override { return kTotal; }
+  size_t free_bytes() const override { return kTotal - reserved_; }
+  std::string device_name() const override { return "cuda:0"; }
+
+ private:
+  size_t reserved_ = 0;  // changed under the arena's lock
 };
 
 class HostBackedDevice final : public tpf::DeviceBackend {
@@ -31,7 +52,7 @@ class HostBackedDevice final : public tpf::DeviceBackend {
   }
 
  private:
-  HostMemory memory_;
+  tpf::DeviceArena memory_{[] { return std::make_unique<HostSegments>(); }};
 };
 
 /** The backend that owns DeviceType::cuda once libtapeflow_cuda was tried. */

@@ -31,9 +31,13 @@ class ValueError : public Error {
 class DataLossError : public Error {
   using Error::Error;
 };
-/** Memory (or another resource) ran out: a tensor larger than memory. */
-class ResourceExhaustedError : public Error {
-  using Error::Error;
+/**
+ * Memory ran out: a tensor larger than memory, or a device arena at its
+ * limit (the message gives the request, in-use, cached and reserved bytes).
+ * A DeviceError, as TensorFlow's and PyTorch's out-of-memory errors are.
+ */
+class ResourceExhaustedError : public DeviceError {
+  using DeviceError::DeviceError;
 };
 /** End of data from an explicit iterator's get_next() or a closed queue. */
 class OutOfRangeError : public Error {

@@ -13,6 +13,13 @@ struct MemoryStats {
   size_t peak_bytes = 0;
   size_t num_allocs = 0;  // requests served, from the cache or fresh
   size_t num_fresh = 0;   // requests that went to the system
+  // Device arenas (config::GpuMemoryOptions); 0 on the CPU.
+  size_t reserved_bytes = 0;  // segments held from the device: in use + cached
+  size_t peak_reserved_bytes = 0;
+  size_t limit_bytes = 0;         // the cap on reserved bytes
+  size_t largest_free_bytes = 0;  // the largest request served without growing
+  size_t num_segments = 0;
+  size_t num_ooms = 0;  // requests refused with ResourceExhaustedError
 };
 
 /** Memory for one device; implementations cache freed blocks. */
