@@ -75,6 +75,10 @@ class CudaBackend final : public DeviceBackend {
     TAPEFLOW_CUDA_CHECK(cudaSetDevice(index));
     TAPEFLOW_CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
   }
+  void synchronize(int index) override {
+    TAPEFLOW_CUDA_CHECK(cudaSetDevice(index));
+    TAPEFLOW_CUDA_CHECK(cudaDeviceSynchronize());
+  }
 
  private:
   int count_ = 0;

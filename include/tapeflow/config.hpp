@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace tapeflow::config {
 
@@ -52,5 +53,15 @@ struct GpuMemoryOptions {
 };
 void set_gpu_memory_options(const GpuMemoryOptions& options);
 GpuMemoryOptions gpu_memory_options();
+
+/**
+ * The CUDA devices this process uses, by the driver's ordinals (TF's
+ * visible_device_list): writes CUDA_VISIBLE_DEVICES, which the driver reads
+ * once, when tapeflow first uses CUDA; visible devices are numbered from 0
+ * ({2, 3} makes cuda:0 the third GPU). An empty list hides every GPU.
+ * Negative or repeated ordinals are a ValueError; a call after CUDA's first
+ * use is a DeviceError naming the devices visible then.
+ */
+void set_visible_devices(const std::vector<int>& ordinals);
 
 }  // namespace tapeflow::config

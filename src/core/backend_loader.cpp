@@ -5,6 +5,7 @@
 
 #include <dlfcn.h>
 
+#include <atomic>
 #include <mutex>
 #include <string>
 
@@ -14,6 +15,7 @@ namespace tapeflow {
 namespace {
 
 std::string g_load_error = "not attempted";
+std::atomic<bool> g_attempted{false};
 
 std::string library_dir() {
   Dl_info info{};
@@ -30,6 +32,7 @@ std::string library_dir() {
 void load_cuda_backend() {
   static std::once_flag once;
   std::call_once(once, [] {
+    g_attempted = true;
     void* handle = dlopen((library_dir() + "libtapeflow_cuda.so").c_str(),
                           RTLD_NOW | RTLD_LOCAL);
     if (!handle) handle = dlopen("libtapeflow_cuda.so", RTLD_NOW | RTLD_LOCAL);
@@ -53,6 +56,10 @@ void load_cuda_backend() {
 
 const std::string& cuda_load_error() {
   return g_load_error;
+}
+
+bool cuda_load_attempted() {
+  return g_attempted.load();
 }
 
 }  // namespace tapeflow

@@ -20,6 +20,8 @@ class DeviceBackend {
                             int index) = 0;
   virtual void copy_from_host(const void* host_src, void* dst, size_t bytes,
                               int index) = 0;
+  /** Waits for the work queued on device `index`. */
+  virtual void synchronize(int /*index*/) {}
 };
 
 /** The backend installed for `type`, or nullptr (the CPU has none). */
