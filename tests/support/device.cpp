@@ -89,6 +89,11 @@ const TestDevices& test_devices() {
     TestDevices d;
     const char* env = std::getenv("TAPEFLOW_TEST_DEVICE");
     const std::string want = env ? env : "";
+    // Strict: an op without a kernel on the device fails its case instead
+    // of soft-placing onto the CPU (tools/gpu_check.sh sets it).
+    const char* strict = std::getenv("TAPEFLOW_TEST_STRICT_DEVICE");
+    if (strict && std::string(strict) == "1")
+      tpf::config::set_soft_placement(false);
     if (want == "cuda") {
       const tpf::DeviceBackend* b = cuda_backend();
       if (real_gpu(b)) {

@@ -25,6 +25,8 @@ bool install_host_device();
  *    or of the real GPU where one owns DeviceType::cuda;
  *  - "cuda": cuda:0 of a real GPU; without one, `error` says why and the
  *    device pass fails (the test device is never put in its place).
+ * TAPEFLOW_TEST_STRICT_DEVICE=1 turns soft placement off: a case whose op
+ * has no kernel on the device fails, naming the op.
  */
 struct TestDevices {
   std::vector<tpf::Device> devices;
