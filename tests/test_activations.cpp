@@ -202,17 +202,15 @@ TEST_CASE("loss and activation errors name the op") {
 TEST_CASE("degenerate inputs: OpCase rows") {
   using testing::degenerate;
   using testing::kNan;
-  const auto zeros = [](const tpf::Shape& s) {
-    return tpf::zeros(s, tpf::float64);
-  };
+  using testing::zeros64;
   const std::vector<OpCase> cases = {
       degenerate(
           "softmax_no_rows", [](const Ts& in) { return nn::softmax(in[0]); },
-          {zeros({0, 3})}, zeros({0, 3})),
+          {zeros64({0, 3})}, zeros64({0, 3})),
       degenerate(
           "softmax_empty_axis",
-          [](const Ts& in) { return nn::softmax(in[0], -1); }, {zeros({2, 0})},
-          zeros({2, 0})),
+          [](const Ts& in) { return nn::softmax(in[0], -1); },
+          {zeros64({2, 0})}, zeros64({2, 0})),
       degenerate(
           "softmax_nan_row", [](const Ts& in) { return nn::softmax(in[0]); },
           {tpf::tensor({{kNan, 1.0}, {0.0, 0.0}})},
@@ -224,10 +222,10 @@ TEST_CASE("degenerate inputs: OpCase rows") {
           tpf::tensor({{kNan, kNan}, {-std::log(2.0), -std::log(2.0)}})),
       degenerate(
           "gelu_empty", [](const Ts& in) { return nn::gelu(in[0]); },
-          {zeros({0, 2})}, zeros({0, 2})),
+          {zeros64({0, 2})}, zeros64({0, 2})),
       degenerate(
           "crelu_empty", [](const Ts& in) { return nn::crelu(in[0]); },
-          {zeros({0, 2})}, zeros({0, 4})),
+          {zeros64({0, 2})}, zeros64({0, 4})),
       degenerate(
           "sigmoid_nan", [](const Ts& in) { return tpf::sigmoid(in[0]); },
           {tpf::tensor({kNan, 0.0})}, tpf::tensor({kNan, 0.5})),

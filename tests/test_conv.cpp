@@ -482,22 +482,23 @@ TEST_CASE("conv strides and dilations: one value for every axis, or one each") {
 TEST_CASE("degenerate inputs: OpCase rows") {
   using testing::degenerate;
   using testing::kNan;
-  const auto zeros = [](const tpf::Shape& s) {
-    return tpf::zeros(s, tpf::float64);
-  };
+  using testing::zeros64;
   const std::vector<OpCase> cases = {
       degenerate(
           "conv2d_empty_batch",
           [](const Ts& in) { return tpf::nn::conv2d(in[0], in[1]); },
-          {zeros({0, 1, 3, 3}), uniform64({2, 1, 2, 2})}, zeros({0, 2, 2, 2})),
+          {zeros64({0, 1, 3, 3}), uniform64({2, 1, 2, 2})},
+          zeros64({0, 2, 2, 2})),
       degenerate(
           "conv2d_no_filters",
           [](const Ts& in) { return tpf::nn::conv2d(in[0], in[1]); },
-          {uniform64({1, 1, 3, 3}), zeros({0, 1, 2, 2})}, zeros({1, 0, 2, 2})),
+          {uniform64({1, 1, 3, 3}), zeros64({0, 1, 2, 2})},
+          zeros64({1, 0, 2, 2})),
       degenerate(
           "conv2d_no_input_channels",
           [](const Ts& in) { return tpf::nn::conv2d(in[0], in[1]); },
-          {zeros({1, 0, 3, 3}), zeros({2, 0, 2, 2})}, zeros({1, 2, 2, 2})),
+          {zeros64({1, 0, 3, 3}), zeros64({2, 0, 2, 2})},
+          zeros64({1, 2, 2, 2})),
       degenerate(
           "conv2d_nan_pixel",
           [](const Ts& in) { return tpf::nn::conv2d(in[0], in[1]); },

@@ -321,19 +321,17 @@ TEST_CASE("elementwise errors name the op and both shapes") {
 TEST_CASE("degenerate inputs: OpCase rows") {
   using testing::degenerate;
   using testing::kNan;
-  const auto zeros = [](const tpf::Shape& s) {
-    return tpf::zeros(s, tpf::float64);
-  };
+  using testing::zeros64;
   const std::vector<OpCase> cases = {
       degenerate(
           "add_empty_broadcast", [](const Ts& in) { return in[0] + in[1]; },
-          {zeros({0, 3}), uniform64({3})}, zeros({0, 3})),
+          {zeros64({0, 3}), uniform64({3})}, zeros64({0, 3})),
       degenerate(
           "mul_zero_columns", [](const Ts& in) { return in[0] * in[1]; },
-          {zeros({2, 0}), uniform64({2, 1})}, zeros({2, 0})),
+          {zeros64({2, 0}), uniform64({2, 1})}, zeros64({2, 0})),
       degenerate(
           "exp_empty", [](const Ts& in) { return tpf::exp(in[0]); },
-          {zeros({0})}, zeros({0})),
+          {zeros64({0})}, zeros64({0})),
       degenerate(
           "maximum_nan_either_side",
           [](const Ts& in) { return tpf::maximum(in[0], in[1]); },

@@ -134,35 +134,32 @@ TEST_CASE("linalg errors") {
 
 TEST_CASE("degenerate inputs: OpCase rows") {
   using testing::degenerate;
-  using testing::kNan;
-  const auto zeros = [](const tpf::Shape& s) {
-    return tpf::zeros(s, tpf::float64);
-  };
+  using testing::zeros64;
   const std::vector<OpCase> cases = {
       degenerate(
           "matmul_inner_zero",
           [](const Ts& in) { return tpf::matmul(in[0], in[1]); },
-          {zeros({2, 0}), zeros({0, 3})}, zeros({2, 3})),
+          {zeros64({2, 0}), zeros64({0, 3})}, zeros64({2, 3})),
       degenerate(
           "matmul_no_rows",
           [](const Ts& in) { return tpf::matmul(in[0], in[1]); },
-          {zeros({0, 2}), uniform64({2, 3})}, zeros({0, 3})),
+          {zeros64({0, 2}), uniform64({2, 3})}, zeros64({0, 3})),
       degenerate(
           "matmul_empty_batch",
           [](const Ts& in) { return tpf::matmul(in[0], in[1]); },
-          {zeros({0, 2, 2}), zeros({0, 2, 2})}, zeros({0, 2, 2})),
+          {zeros64({0, 2, 2}), zeros64({0, 2, 2})}, zeros64({0, 2, 2})),
       degenerate(
           "determinant_0x0_is_one",
           [](const Ts& in) { return tpf::matrix_determinant(in[0]); },
-          {zeros({0, 0})}, tpf::scalar(1.0, tpf::float64)),
+          {zeros64({0, 0})}, tpf::scalar(1.0, tpf::float64)),
       degenerate(
           "inverse_0x0",
           [](const Ts& in) { return tpf::matrix_inverse(in[0]); },
-          {zeros({0, 0})}, zeros({0, 0})),
+          {zeros64({0, 0})}, zeros64({0, 0})),
       degenerate(
           "determinant_empty_batch",
           [](const Ts& in) { return tpf::matrix_determinant(in[0]); },
-          {zeros({0, 3, 3})}, zeros({0})),
+          {zeros64({0, 3, 3})}, zeros64({0})),
   };
   for (const auto& c : cases) testing::run_op_case(c);
 }

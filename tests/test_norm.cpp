@@ -415,24 +415,22 @@ TEST_CASE("degenerate inputs: OpCase rows") {
   using testing::degenerate;
   using testing::kNan;
   using testing::OpCase;
-  const auto zeros = [](const tpf::Shape& s) {
-    return tpf::zeros(s, tpf::float64);
-  };
+  using testing::zeros64;
   const std::vector<OpCase> cases = {
       degenerate(
           "moments_of_nothing_are_nan",
           [](const Ts& in) { return nn::moments(in[0], {0}).first; },
-          {zeros({0, 2})}, tpf::tensor({kNan, kNan})),
+          {zeros64({0, 2})}, tpf::tensor({kNan, kNan})),
       degenerate(
           "moments_per_row_of_no_rows",
           [](const Ts& in) { return nn::moments(in[0], {1}).second; },
-          {zeros({0, 3})}, zeros({0})),
+          {zeros64({0, 3})}, zeros64({0})),
       degenerate(
           "layer_normalization_no_rows",
           [](const Ts& in) {
             return nn::layer_normalization(in[0], 1, in[1], in[2]);
           },
-          {zeros({0, 3}), uniform64({3}), uniform64({3})}, zeros({0, 3})),
+          {zeros64({0, 3}), uniform64({3}), uniform64({3})}, zeros64({0, 3})),
       degenerate(
           "layer_normalization_nan_row",
           [](const Ts& in) {

@@ -439,9 +439,7 @@ TEST_CASE("pooling takes one ksize or strides value for every spatial axis") {
 TEST_CASE("degenerate inputs: OpCase rows") {
   using testing::degenerate;
   using testing::kNan;
-  const auto zeros = [](const tpf::Shape& s) {
-    return tpf::zeros(s, tpf::float64);
-  };
+  using testing::zeros64;
   const nn::PoolOptions k2{.ksize = {2, 2}};
   const nn::PoolOptions same{
       .ksize = {1, 1}, .strides = {2, 2}, .padding = "SAME"};
@@ -451,15 +449,15 @@ TEST_CASE("degenerate inputs: OpCase rows") {
       degenerate(
           "max_pool_no_channels",
           [=](const Ts& in) { return nn::max_pool2d(in[0], k2); },
-          {zeros({1, 0, 4, 4})}, zeros({1, 0, 2, 2})),
+          {zeros64({1, 0, 4, 4})}, zeros64({1, 0, 2, 2})),
       degenerate(
           "avg_pool_empty_batch",
           [=](const Ts& in) { return nn::avg_pool2d(in[0], k2); },
-          {zeros({0, 1, 4, 4})}, zeros({0, 1, 2, 2})),
+          {zeros64({0, 1, 4, 4})}, zeros64({0, 1, 2, 2})),
       degenerate(
           "max_pool_same_over_empty_axis",
           [=](const Ts& in) { return nn::max_pool2d(in[0], same); },
-          {zeros({2, 1, 0, 3})}, zeros({2, 1, 0, 2})),
+          {zeros64({2, 1, 0, 3})}, zeros64({2, 1, 0, 2})),
       degenerate(
           "max_pool_nan_window",
           [=](const Ts& in) { return nn::max_pool2d(in[0], k2); }, {nan_window},

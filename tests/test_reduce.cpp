@@ -184,26 +184,24 @@ TEST_CASE("reduction errors name the op and the axis") {
 TEST_CASE("degenerate inputs: OpCase rows") {
   using testing::degenerate;
   using testing::kNan;
-  const auto zeros = [](const tpf::Shape& s) {
-    return tpf::zeros(s, tpf::float64);
-  };
+  using testing::zeros64;
   const auto inf = std::numeric_limits<double>::infinity();
   const std::vector<OpCase> cases = {
       degenerate(
           "sum_of_empty_rows",
-          [](const Ts& in) { return tpf::sum(in[0], {0}); }, {zeros({0, 3})},
-          zeros({3})),
+          [](const Ts& in) { return tpf::sum(in[0], {0}); }, {zeros64({0, 3})},
+          zeros64({3})),
       degenerate(
           "mean_of_nothing_is_nan",
-          [](const Ts& in) { return tpf::mean(in[0], {0}); }, {zeros({0, 2})},
+          [](const Ts& in) { return tpf::mean(in[0], {0}); }, {zeros64({0, 2})},
           tpf::tensor({kNan, kNan})),
       degenerate(
           "prod_of_nothing_is_one",
-          [](const Ts& in) { return tpf::prod(in[0], {1}); }, {zeros({2, 0})},
+          [](const Ts& in) { return tpf::prod(in[0], {1}); }, {zeros64({2, 0})},
           tpf::tensor({1.0, 1.0})),
       degenerate(
           "max_of_nothing_is_minus_inf",
-          [](const Ts& in) { return tpf::max(in[0], {1}); }, {zeros({2, 0})},
+          [](const Ts& in) { return tpf::max(in[0], {1}); }, {zeros64({2, 0})},
           tpf::tensor({-inf, -inf})),
       degenerate(
           "max_with_nan", [](const Ts& in) { return tpf::max(in[0], {1}); },
@@ -217,7 +215,7 @@ TEST_CASE("degenerate inputs: OpCase rows") {
           {tpf::tensor({1.0, kNan, kNan})}, tpf::scalar(1, tpf::int64), false),
       degenerate(
           "sum_of_empty_to_scalar",
-          [](const Ts& in) { return tpf::sum(in[0]); }, {zeros({0, 4})},
+          [](const Ts& in) { return tpf::sum(in[0]); }, {zeros64({0, 4})},
           tpf::scalar(0.0, tpf::float64)),
   };
   for (const auto& c : cases) testing::run_op_case(c);

@@ -134,50 +134,47 @@ TEST_CASE("shape op errors name the op, expected and actual") {
 
 TEST_CASE("degenerate inputs: OpCase rows") {
   using testing::degenerate;
-  using testing::kNan;
-  const auto zeros = [](const tpf::Shape& s) {
-    return tpf::zeros(s, tpf::float64);
-  };
+  using testing::zeros64;
   const std::vector<OpCase> cases = {
       degenerate(
           "concat_with_empty",
           [](const Ts& in) {
             return tpf::concat({in[0], in[1]}, 0);
           },
-          {zeros({0, 2}), tpf::tensor({{1.0, 2.0}})},
+          {zeros64({0, 2}), tpf::tensor({{1.0, 2.0}})},
           tpf::tensor({{1.0, 2.0}})),
       degenerate(
           "reshape_empty",
           [](const Ts& in) {
             return tpf::reshape(in[0], {3, 0});
           },
-          {zeros({0, 3})}, zeros({3, 0})),
+          {zeros64({0, 3})}, zeros64({3, 0})),
       degenerate(
           "transpose_empty", [](const Ts& in) { return tpf::transpose(in[0]); },
-          {zeros({0, 2})}, zeros({2, 0})),
+          {zeros64({0, 2})}, zeros64({2, 0})),
       degenerate(
           "slice_nothing",
           [](const Ts& in) {
             return tpf::slice(in[0], {1, 0}, {0, 2});
           },
-          {tpf::tensor({{1.0, 2.0}, {3.0, 4.0}})}, zeros({0, 2})),
+          {tpf::tensor({{1.0, 2.0}, {3.0, 4.0}})}, zeros64({0, 2})),
       degenerate(
           "split_empty_batch",
           [](const Ts& in) { return tpf::split(in[0], 2, 0)[1]; },
-          {zeros({0, 3})}, zeros({0, 3})),
+          {zeros64({0, 3})}, zeros64({0, 3})),
       degenerate(
           "gather_no_indices",
           [](const Ts& in) {
             const auto none = tpf::zeros({0}, tpf::int64, in[0].device());
             return tpf::gather(in[0], none, 0);
           },
-          {tpf::tensor({{1.0, 2.0}, {3.0, 4.0}})}, zeros({0, 2})),
+          {tpf::tensor({{1.0, 2.0}, {3.0, 4.0}})}, zeros64({0, 2})),
       degenerate(
           "broadcast_to_zero_rows",
           [](const Ts& in) {
             return tpf::broadcast_to(in[0], {0, 2});
           },
-          {tpf::tensor({1.0, 2.0})}, zeros({0, 2})),
+          {tpf::tensor({1.0, 2.0})}, zeros64({0, 2})),
   };
   for (const auto& c : cases) testing::run_op_case(c);
 }

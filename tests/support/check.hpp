@@ -81,6 +81,11 @@ void run_op_case(const OpCase& c);
 /** Same values as x, laid out with non-contiguous strides (rank >= 2). */
 tpf::Tensor strided_copy(const tpf::Tensor& x);
 
+/** Float64 zeros of `shape` (degenerate rows' empty inputs and results). */
+inline tpf::Tensor zeros64(const tpf::Shape& shape) {
+  return tpf::zeros(shape, tpf::float64);
+}
+
 /** Float64 tensor of `shape` with values uniform in [lo, hi). */
 tpf::Tensor uniform64(const tpf::Shape& shape, double lo = -1.0,
                       double hi = 1.0);
