@@ -191,20 +191,21 @@ void BfcArena::deallocate(void* p, size_t) {
   // Merge with free neighbours (TF's TryToCoalesce).
   if (Chunk* prev = c->prev; prev && !prev->in_use) {
     erase_free(prev);
-    prev->size += c->size;
-    prev->next = c->next;
-    if (c->next) c->next->prev = prev;
-    delete c;
+    absorb(prev, c);
     c = prev;
   }
   if (Chunk* next = c->next; next && !next->in_use) {
     erase_free(next);
-    c->size += next->size;
-    c->next = next->next;
-    if (next->next) next->next->prev = c;
-    delete next;
+    absorb(c, next);
   }
   insert_free(c);
+}
+
+void BfcArena::absorb(Chunk* left, Chunk* right) {
+  left->size += right->size;
+  left->next = right->next;
+  if (right->next) right->next->prev = left;
+  delete right;
 }
 
 void BfcArena::release_free_segments() {

@@ -104,6 +104,8 @@ class BfcArena final : public Allocator {
   Chunk* grow(size_t size, bool small);
   Chunk* take(size_t size, bool small);
   void* use(Chunk* c, size_t size);
+  /** `left` takes in its right neighbour `right`, which is deleted. */
+  void absorb(Chunk* left, Chunk* right);
   void insert_free(Chunk* c);
   void erase_free(Chunk* c);
   Pool& pool_of(const Segment* s) { return s->small ? small_ : large_; }
