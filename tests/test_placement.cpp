@@ -2,6 +2,9 @@
 // backend that keeps "cuda" memory on the host and has a kernel for add only:
 // kernels run where they exist, soft placement runs the rest on the CPU (or
 // refuses, when off), copies are differentiable, mixed devices are refused.
+#include <unistd.h>
+
+#include <filesystem>
 #include <iostream>
 #include <sstream>
 
@@ -71,4 +74,60 @@ TEST_CASE("gradients flow back across device copies" *
   const auto g = tape.gradient(y, {x})[0];
   CHECK(g.device() == tpf::Device::cpu());
   CHECK_CLOSE(g, tpf::tensor({4.0, -8.0, 12.0}));
+}
+
+TEST_CASE("models build on their input's device, move with to(), train there" *
+          doctest::skip(!kTestDevice)) {
+  const auto dev = tpf::Device::cuda(0);
+  const auto x = tpf::tensor({{1.0f, 2.0f, 3.0f}, {-1.0f, 0.5f, 2.0f}});
+  tpf::nn::Dense on_dev(2), on_cpu(2);
+  tpf::manual_seed(3);
+  const auto y_dev = on_dev(x.to(dev));
+  tpf::manual_seed(3);
+  const auto y_cpu = on_cpu(x);
+  CHECK(on_dev.kernel().device() == dev);
+  CHECK(on_dev.bias().device() == dev);
+  CHECK(y_dev.device() == dev);
+  CHECK_CLOSE(y_dev.cpu(), y_cpu);
+
+  // to() moves the same Variables in place: handles taken before see it.
+  const tpf::Variable kernel = on_dev.kernel();
+  on_dev.to(tpf::Device::cpu());
+  CHECK(kernel.device() == tpf::Device::cpu());
+  CHECK_CLOSE(kernel, on_cpu.kernel());
+  on_dev.to(dev);
+  CHECK(kernel.device() == dev);
+
+  // Optimizer slots are made on their variable's device; steps match.
+  auto train = [](tpf::nn::Dense& layer, tpf::optim::Optimizer& opt,
+                  const tpf::Tensor& input) {
+    for (int step = 0; step < 3; ++step) {
+      tpf::GradientTape tape;
+      const auto loss = tpf::sum(tpf::square(layer(input)));
+      const auto params = layer.parameters();
+      opt.apply_gradients(
+          tape.gradient(loss,
+                        std::vector<tpf::Tensor>(params.begin(), params.end())),
+          params);
+    }
+  };
+  tpf::optim::Adam adam_dev, adam_cpu;
+  train(on_dev, adam_dev, x.to(dev));
+  train(on_cpu, adam_cpu, x);
+  CHECK(on_dev.kernel().device() == dev);
+  CHECK_CLOSE(on_dev.kernel().cpu(), on_cpu.kernel());
+  CHECK_CLOSE(on_dev.bias().cpu(), on_cpu.bias());
+
+  // A checkpoint of device weights restores into device weights.
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("tpf_placement_ckpt_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string path =
+      tpf::train::Checkpoint(on_dev.named_variables()).save(dir.string());
+  tpf::nn::Dense restored(2);
+  (void)restored(x.to(dev));
+  tpf::train::Checkpoint(restored.named_variables()).restore(path);
+  CHECK(restored.kernel().device() == dev);
+  CHECK_CLOSE(restored.kernel().cpu(), on_cpu.kernel());
+  std::filesystem::remove_all(dir);
 }

@@ -23,6 +23,11 @@ void begin_in_place_write(const Tensor& dst, bool keeps_values, const char* op);
  * A source that shares dst's buffer is copied whole first.
  */
 void write_into(const Tensor& dst, const Tensor& src, const char* op);
+/**
+ * Moves Variable `v` to `device` in place (Module::to): every handle onto it
+ * sees the new buffer; what a tape saved keeps the old one.
+ */
+void move_variable(const Tensor& v, Device device);
 /** Contiguous copy of `x` that no tape records (views use it internally). */
 Tensor materialize(const Tensor& x);
 

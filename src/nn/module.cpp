@@ -1,5 +1,6 @@
 #include "tapeflow/nn/module.hpp"
 
+#include "core/creation_internal.hpp"
 #include "core/op_error.hpp"
 
 namespace tapeflow::nn {
@@ -11,8 +12,13 @@ Tensor Module::operator()(const Tensor& x) {
   if (!built_) {
     build(x.shape());
     built_ = true;
+    to(x.device());  // weights where the data is
   }
   return forward(x);
+}
+
+void Module::to(Device device) {
+  for (const auto& [name, v] : named_variables()) move_variable(v, device);
 }
 
 void Module::build(const Shape&) {}

@@ -6,6 +6,7 @@
 #include "ops/apply.hpp"
 #include "ops/elementwise_ops.hpp"
 #include "tapeflow/autograd.hpp"
+#include "tapeflow/config.hpp"
 #include "tapeflow/ops/math.hpp"
 
 namespace tapeflow {
@@ -23,9 +24,24 @@ Tensor materialize(const Tensor& x) {
 
 namespace {
 
-/** Runs the Cast kernel from `src`, broadcast to dst's shape, into `dst`. */
+/**
+ * Runs the Cast kernel from `src`, broadcast to dst's shape, into `dst`. A
+ * device without one (soft placement on) gets the CPU's result copied into
+ * a contiguous `dst`, as any op without a kernel there would.
+ */
 void cast_into(const Tensor& dst, const Tensor& src, const char* op) {
   const Kernel<Cast> k = find_kernel<Cast>(dst.device());
+  if (!k && config::soft_placement() && dst.is_contiguous() &&
+      !dst.device().is_cpu()) {
+    const Tensor host =
+        empty_tensor(dst.shape(), dst.dtype(), Device::cpu(), op);
+    cast_into(host, src.cpu(), op);
+    checked_backend(dst.device(), op)
+        ->copy_from_host(host.raw_data(), dst.raw_data(),
+                         host.numel() * itemsize(host.dtype()),
+                         dst.device().index);
+    return;
+  }
   if (!k) throw_no_kernel(op, dst.device());
   NoGradGuard no_grad;
   Tensor out = dst;
@@ -48,6 +64,12 @@ void begin_in_place_write(const Tensor& dst, bool keeps_values,
     impl.storage = fresh.impl()->storage;
   }
   impl.storage->bump_version();
+}
+
+void move_variable(const Tensor& v, Device device) {
+  if (v.device() == device) return;
+  // A Variable owns its whole, contiguous buffer: its copy is the same view.
+  v.impl()->storage = v.to(device).impl()->storage;
 }
 
 void write_into(const Tensor& dst, const Tensor& src, const char* op) {

@@ -37,6 +37,14 @@ class Module {
   NamedVariables named_variables() const;
   int64_t count_params(bool trainable_only = false) const;
 
+  /**
+   * Moves every weight, children's and non-trainable ones included, to
+   * `device` in place: the same Variables, now there (PyTorch's module.to).
+   * Make optimizers after moving: slots already made stay where they are.
+   * A module built by a call on a device's input builds its weights there.
+   */
+  void to(Device device);
+
   /** Training mode (dropout active, batch norm on batch statistics). */
   void train(bool on = true);
   void eval() { train(false); }
