@@ -90,6 +90,7 @@ class CudaBackend final : public DeviceBackend {
 void register_elementwise(Registry& r);
 void register_reduce(Registry& r);
 void register_matmul(Registry& r);
+void register_random(Registry& r);
 
 }  // namespace tapeflow::cuda
 
@@ -101,4 +102,5 @@ extern "C" void tapeflow_register_cuda(tapeflow::Registry* r) {
   tapeflow::cuda::register_elementwise(*r);
   tapeflow::cuda::register_reduce(*r);
   tapeflow::cuda::register_matmul(*r);
+  tapeflow::cuda::register_random(*r);
 }

@@ -60,3 +60,28 @@ int main(int argc, char** argv) {
   if (context.shouldExit()) return rc;
   return rc ? rc : (has_gpu() ? 0 : 77);  // 77: meson's SKIP
 }
+
+TEST_CASE("random streams on the GPU are the CPU's" *
+          doctest::skip(!has_gpu())) {
+  for (tpf::DType dt : {tpf::float32, tpf::float64}) {
+    CAPTURE(dt);
+    // Uniform: bit for bit (no fused multiply-add on either side).
+    tpf::manual_seed(9);
+    const auto u = tpf::random_uniform({1 << 16}, -2.0, 5.0, dt, gpu);
+    tpf::manual_seed(9);
+    const auto u_cpu = tpf::random_uniform({1 << 16}, -2.0, 5.0, dt);
+    CHECK(u.cpu().to_vector<double>() == u_cpu.to_vector<double>());
+    // Normal: the GPU's log/cos against glibc's, a few ulp apart.
+    const auto n =
+        tpf::stateless_random_normal({1 << 16}, 3, 0.0, 1.0, dt, gpu);
+    CHECK_CLOSE(n.cpu(),
+                tpf::stateless_random_normal({1 << 16}, 3, 0.0, 1.0, dt),
+                dt == tpf::float32 ? 1e-6 : 1e-14, 1e-14);
+  }
+  const auto x = tpf::ones({64, 64}, tpf::float32, gpu);
+  const auto kept = tpf::nn::dropout(x, 0.25, true, {}, 21);
+  CHECK(kept.device() == gpu);
+  CHECK(kept.cpu().to_vector<float>() ==
+        tpf::nn::dropout(tpf::ones({64, 64}), 0.25, true, {}, 21)
+            .to_vector<float>());
+}

@@ -131,3 +131,30 @@ TEST_CASE("models build on their input's device, move with to(), train there" *
   CHECK_CLOSE(restored.kernel().cpu(), on_cpu.kernel());
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("random numbers and dropout masks are drawn on the device asked" *
+          doctest::skip(!kTestDevice)) {
+  const auto dev = tpf::Device::cuda(0);
+  for (tpf::DType dt : {tpf::float32, tpf::float64}) {
+    CAPTURE(dt);
+    tpf::manual_seed(5);
+    const auto u = tpf::random_uniform({1000}, -1.0, 3.0, dt, dev);
+    const auto n = tpf::random_normal({1000}, 2.0, 0.5, dt, dev);
+    tpf::manual_seed(5);
+    const auto u_cpu = tpf::random_uniform({1000}, -1.0, 3.0, dt);
+    const auto n_cpu = tpf::random_normal({1000}, 2.0, 0.5, dt);
+    CHECK(u.device() == dev);
+    CHECK(n.device() == dev);
+    CHECK(u.cpu().to_vector<double>() == u_cpu.to_vector<double>());
+    CHECK(n.cpu().to_vector<double>() == n_cpu.to_vector<double>());
+    const auto s = tpf::stateless_random_normal({7}, 11, 0.0, 1.0, dt, dev);
+    CHECK(s.cpu().to_vector<double>() ==
+          tpf::stateless_random_normal({7}, 11, 0.0, 1.0, dt)
+              .to_vector<double>());
+  }
+  const auto x = tpf::ones({4, 8});
+  const auto kept = tpf::nn::dropout(x.to(dev), 0.5, true, {}, 7);
+  CHECK(kept.device() == dev);
+  CHECK(kept.cpu().to_vector<float>() ==
+        tpf::nn::dropout(x, 0.5, true, {}, 7).to_vector<float>());
+}

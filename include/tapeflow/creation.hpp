@@ -116,12 +116,16 @@ struct RngState {
 };
 RngState get_rng_state();
 void set_rng_state(RngState state);
-/** Uniform in [minval, maxval). Counter-based: same values for any thread
- * count. */
+/**
+ * Uniform in [minval, maxval), drawn on `device`. Counter-based: the same
+ * values for any thread count and on every device (uniform bits equal; a
+ * GPU's normal values within a few ulp of the CPU's libm).
+ */
 Tensor random_uniform(const Shape& shape, double minval = 0.0,
-                      double maxval = 1.0, DType dtype = float32);
+                      double maxval = 1.0, DType dtype = float32,
+                      Device device = Device::cpu());
 Tensor random_normal(const Shape& shape, double mean = 0.0, double stddev = 1.0,
-                     DType dtype = float32);
+                     DType dtype = float32, Device device = Device::cpu());
 
 /**
  * Stateless variants (tf.random.stateless_*): the values depend only on
@@ -129,9 +133,11 @@ Tensor random_normal(const Shape& shape, double mean = 0.0, double stddev = 1.0,
  */
 Tensor stateless_random_uniform(const Shape& shape, uint64_t seed,
                                 double minval = 0.0, double maxval = 1.0,
-                                DType dtype = float32);
+                                DType dtype = float32,
+                                Device device = Device::cpu());
 Tensor stateless_random_normal(const Shape& shape, uint64_t seed,
                                double mean = 0.0, double stddev = 1.0,
-                               DType dtype = float32);
+                               DType dtype = float32,
+                               Device device = Device::cpu());
 
 }  // namespace tapeflow

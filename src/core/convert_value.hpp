@@ -4,11 +4,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#ifdef __CUDACC__
-#define TPF_HOST_DEVICE __host__ __device__
-#else
-#define TPF_HOST_DEVICE
-#endif
+#include "core/host_device.hpp"
 
 namespace tapeflow {
 

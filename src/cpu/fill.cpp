@@ -1,6 +1,5 @@
 // Kernels that write without reading tensors: cast/copy, constants, random.
 #include <cmath>
-#include <numbers>
 
 #include "core/convert_value.hpp"
 #include "core/dtype_dispatch.hpp"
@@ -145,25 +144,15 @@ void fill_random(Tensor& out, uint64_t seed, uint64_t offset, Gen gen) {
 }
 
 void random_uniform(const RandomUniform& op, Inputs, const Outputs& outs) {
-  Tensor& out = outs[0];
   const double lo = op.lo, span = op.hi - op.lo;
-  fill_random(out, op.seed, op.offset, [lo, span](const auto& w, auto tag) {
-    const double u = std::is_same_v<decltype(tag), float>
-                         ? unit_float(w[0])
-                         : unit_double(w[0], w[1]);
-    return lo + span * u;
+  fill_random(outs[0], op.seed, op.offset, [lo, span](const auto& w, auto tag) {
+    return uniform_sample<decltype(tag)>(w, lo, span);
   });
 }
 
 void random_normal(const RandomNormal& op, Inputs, const Outputs& outs) {
-  Tensor& out = outs[0];
-  fill_random(out, op.seed, op.offset, [&](const auto& w, auto) {
-    // Box-Muller; 1 - u keeps the logarithm's argument in (0, 1].
-    const double u1 = 1.0 - unit_double(w[0], w[1]);
-    const double u2 = unit_double(w[2], w[3]);
-    const double z =
-        std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
-    return op.mean + op.stddev * z;
+  fill_random(outs[0], op.seed, op.offset, [&op](const auto& w, auto tag) {
+    return normal_sample<decltype(tag)>(w, op.mean, op.stddev);
   });
 }
 

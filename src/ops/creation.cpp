@@ -171,40 +171,40 @@ void check_normal_params(double mean, double stddev, const char* op) {
 }  // namespace
 
 Tensor random_uniform(const Shape& shape, double minval, double maxval,
-                      DType dtype) {
+                      DType dtype, Device device) {
   check_random(shape, dtype, "random_uniform");
   check_uniform_bounds(minval, maxval, "random_uniform");
-  return apply_on(Device::cpu(),
+  return apply_on(device,
                   RandomUniform{shape, dtype, minval, maxval, g_seed,
                                 take_offset(shape.numel())},
                   Inputs{});
 }
 
 Tensor random_normal(const Shape& shape, double mean, double stddev,
-                     DType dtype) {
+                     DType dtype, Device device) {
   check_random(shape, dtype, "random_normal");
   check_normal_params(mean, stddev, "random_normal");
-  return apply_on(Device::cpu(),
+  return apply_on(device,
                   RandomNormal{shape, dtype, mean, stddev, g_seed,
                                take_offset(shape.numel())},
                   Inputs{});
 }
 
 Tensor stateless_random_uniform(const Shape& shape, uint64_t seed,
-                                double minval, double maxval, DType dtype) {
+                                double minval, double maxval, DType dtype,
+                                Device device) {
   check_random(shape, dtype, "stateless_random_uniform");
   check_uniform_bounds(minval, maxval, "stateless_random_uniform");
-  return apply_on(Device::cpu(),
-                  RandomUniform{shape, dtype, minval, maxval, seed, 0},
+  return apply_on(device, RandomUniform{shape, dtype, minval, maxval, seed, 0},
                   Inputs{});
 }
 
 Tensor stateless_random_normal(const Shape& shape, uint64_t seed, double mean,
-                               double stddev, DType dtype) {
+                               double stddev, DType dtype, Device device) {
   check_random(shape, dtype, "stateless_random_normal");
   check_normal_params(mean, stddev, "stateless_random_normal");
-  return apply_on(Device::cpu(),
-                  RandomNormal{shape, dtype, mean, stddev, seed, 0}, Inputs{});
+  return apply_on(device, RandomNormal{shape, dtype, mean, stddev, seed, 0},
+                  Inputs{});
 }
 
 Tensor shuffle(const Tensor& x) {

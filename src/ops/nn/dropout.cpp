@@ -25,13 +25,12 @@ Tensor dropout(const Tensor& x, double rate, bool training,
                      x.shape().str() + ", got " + shape.str());
   if (!training || rate == 0.0) return x;
   const double keep = 1.0 - rate;
-  // A seed gives its own counter stream from 0: the same mask every call.
-  Tensor u = seed
-                 ? apply_on(Device::cpu(),
-                            RandomUniform{shape, x.dtype(), 0.0, 1.0, *seed, 0},
-                            Inputs{})
-                 : random_uniform(shape, 0.0, 1.0, x.dtype());
-  if (!(x.device() == Device::cpu())) u = u.to(x.device());
+  // Drawn on x's device. A seed gives its own counter stream from 0: the
+  // same mask every call.
+  const Tensor u = seed
+                       ? stateless_random_uniform(shape, *seed, 0.0, 1.0,
+                                                  x.dtype(), x.device())
+                       : random_uniform(shape, 0.0, 1.0, x.dtype(), x.device());
   const Tensor mask = cast(u < scalar_like(u, keep), x.dtype()) * (1.0 / keep);
   return x * mask;
 }
