@@ -174,6 +174,14 @@ TEST_CASE("the limit caps reserved bytes; the refusal says why") {
   a->deallocate(y, 0);
 }
 
+TEST_CASE("a request past half the address space is refused, not wrapped") {
+  Arena a;
+  expect_error<tpf::ResourceExhaustedError>(
+      [&] { (void)a->allocate(SIZE_MAX - 100); },
+      "[allocate] expected 16777216.00 TiB more on fake:0");
+  CHECK(a->stats().num_ooms == 1);
+}
+
 TEST_CASE("a refusal frees wholly free segments and retries once") {
   Arena a({.memory_limit_bytes = 21 * MiB});
   a->deallocate(a->allocate(512 * KiB), 0);  // a cached 2 MiB segment

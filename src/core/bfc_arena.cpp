@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -159,6 +160,12 @@ void* BfcArena::use(Chunk* c, size_t size) {
 }
 
 void* BfcArena::allocate(size_t nbytes) {
+  // Past half the address space no device has it (and rounding would wrap).
+  if (nbytes > SIZE_MAX / 2) {
+    std::lock_guard lock(mu_);
+    ++stats_.num_ooms;
+    throw ResourceExhaustedError("[allocate] " + out_of_memory(nbytes));
+  }
   const size_t size = round_up(std::max<size_t>(nbytes, 1), kRound);
   const bool small = size <= kSmallRequest;
   std::lock_guard lock(mu_);
