@@ -437,48 +437,6 @@ TEST_CASE("recorded float32 convolutions reuse converted operands safely") {
   }
 }
 
-TEST_CASE("conv strides and dilations: one value for every axis, or one each") {
-  using tpf::nn::conv2d;
-  using tpf::nn::conv3d;
-  for (const auto dtype : {tpf::float64, tpf::float32}) {
-    CAPTURE(tpf::dtype_name(dtype));
-    const auto x2 = uniform64({1, 2, 9, 8}).cast(dtype);
-    const auto w2 = uniform64({3, 2, 3, 2}).cast(dtype);
-    const auto y2 = conv2d(x2, w2, {.strides = {2, 2}, .dilations = {2, 2}});
-    CHECK(conv2d(x2, w2, {.strides = {2}, .dilations = {2}})
-              .to_vector<double>() == y2.to_vector<double>());
-    const auto x3 = uniform64({1, 2, 6, 5, 7}).cast(dtype);
-    const auto w3 = uniform64({2, 2, 2, 3, 2}).cast(dtype);
-    const auto y3 = conv3d(x3, w3, {.strides = {3, 3, 3}, .padding = "SAME"});
-    CHECK(conv3d(x3, w3, {.strides = {3}, .padding = "SAME"})
-              .to_vector<double>() == y3.to_vector<double>());
-  }
-  const auto x = tpf::zeros({1, 4, 5, 5}), w = tpf::zeros({2, 4, 3, 3});
-  expect_error<tpf::ValueError>(
-      [&] {
-        conv2d(x, w, {.strides = {1, 1, 1}});
-      },
-      "[conv2d] expected strides of 1 or 2 values, got [1, 1, 1]");
-  expect_error<tpf::ValueError>(
-      [] {
-        conv3d(tpf::zeros({1, 1, 4, 4, 4}), tpf::zeros({1, 1, 2, 2, 2}),
-               {.dilations = {1, 2}});
-      },
-      "[conv3d] expected dilations of 1 or 3 values, got [1, 2]");
-  expect_error<tpf::ValueError>(
-      [] {
-        tpf::nn::conv1d(tpf::zeros({1, 4, 5}), tpf::zeros({2, 4, 3}),
-                        {.strides = {1, 1}});
-      },
-      "[conv1d] expected strides of 1 value, got [1, 1]");
-  expect_error<tpf::ValueError>(
-      [&] {
-        tpf::nn::depthwise_conv2d(x, tpf::zeros({4, 1, 3, 3}),
-                                  {.dilations = {1, 1, 1}});
-      },
-      "[depthwise_conv2d] expected dilations of 1 or 2 values, got [1, 1, 1]");
-}
-
 TEST_CASE("degenerate inputs: OpCase rows") {
   using testing::degenerate;
   using testing::kNan;
