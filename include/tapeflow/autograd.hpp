@@ -16,6 +16,26 @@ class TapeState;
 }
 
 /**
+ * What gradient() takes beyond the target and sources. The hooks let a caller
+ * act on each gradient as soon as it is final, while the reverse walk goes on
+ * (distributed data parallel starts reducing a bucket there).
+ */
+struct GradientOptions {
+  /** Seeds the target's gradient (default ones); at most one. */
+  std::vector<Tensor> output_gradients;
+  UnconnectedGradients unconnected = UnconnectedGradients::none;
+  /**
+   * Called once per source, with its index in `sources` and its gradient (as
+   * gradient() returns it), as soon as that gradient is final: when the walk
+   * has passed the source's first forward use. Sources the tape never used
+   * come first, before the walk.
+   */
+  std::function<void(size_t source, const Tensor& grad)> on_ready;
+  /** Called after each recorded op's backward (and after each on_ready). */
+  std::function<void()> after_entry;
+};
+
+/**
  * Records the ops run while it is alive, for reverse-mode differentiation.
  * Tensors are tracked once watched (Variables are watched on first use); an
  * op is recorded when one of its inputs is tracked. Nested tapes give
@@ -39,6 +59,9 @@ class GradientTape {
       const Tensor& target, const std::vector<Tensor>& sources,
       const std::vector<Tensor>& output_gradients = {},
       UnconnectedGradients unconnected = UnconnectedGradients::none);
+  std::vector<Tensor> gradient(const Tensor& target,
+                               const std::vector<Tensor>& sources,
+                               const GradientOptions& options);
   /** Drops every recorded op; the tape keeps recording. */
   void reset();
   /** Number of ops recorded so far. */

@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <unordered_set>
 
@@ -266,13 +267,73 @@ Tensor fit_to(const Tensor& g, const autograd::TensorSpec& spec) {
   return r.dtype() == spec.dtype ? r : cast(r, spec.dtype);
 }
 
+/** Runs one recorded op's backward, accumulating into its inputs' slots. */
+void run_backward(const autograd::TapeEntry& e, std::vector<Tensor>& grads,
+                  const std::vector<char>& keep) {
+  bool any = false;
+  for (int32_t o : e.output_slots) any |= o >= 0 && grads[o].defined();
+  if (!any) return;
+  SmallVector<Tensor, 3> gys;
+  for (int32_t o : e.output_slots) {
+    gys.push_back(o >= 0 ? grads[o] : Tensor());
+    if (o >= 0 && !keep[o]) grads[o] = Tensor();  // consumers are all done
+  }
+  uint32_t needs = 0;
+  for (size_t i = 0; i < e.input_slots.size() && i < 32; ++i)
+    needs |= uint32_t{e.input_slots[i] >= 0} << i;
+  if (e.input_slots.size() > 32) needs = ~uint32_t{0};
+  const std::vector<Tensor> gxs =
+      e.node->backward({gys.begin(), gys.size()}, needs);
+  for (size_t i = 0; i < e.input_slots.size() && i < gxs.size(); ++i) {
+    const int32_t slot = e.input_slots[i];
+    if (slot < 0 || !gxs[i].defined()) continue;
+    Tensor gi = fit_to(gxs[i], e.node->input_specs[i]);
+    grads[slot] = grads[slot].defined() ? add(grads[slot], gi) : gi;
+  }
+}
+
+/**
+ * When each source's gradient becomes final: after the reverse walk has run
+ * the source's first forward use (no later op can add to it). O(sum of inputs).
+ */
+struct ReadyPlan {
+  std::vector<uint32_t> unused;              // final before the walk
+  std::vector<std::vector<uint32_t>> after;  // by entry index
+};
+
+ReadyPlan plan_ready(const autograd::TapeState& s,
+                     const std::vector<int32_t>& source_slots) {
+  std::vector<int64_t> first_use(s.next_slot, -1);
+  for (size_t k = 0; k < s.entries.size(); ++k)
+    for (int32_t slot : s.entries[k].input_slots)
+      if (slot >= 0 && first_use[slot] < 0) first_use[slot] = int64_t(k);
+  ReadyPlan plan;
+  plan.after.resize(s.entries.size());
+  for (size_t i = 0; i < source_slots.size(); ++i) {
+    const int32_t slot = source_slots[i];
+    const int64_t k = slot >= 0 ? first_use[slot] : -1;
+    (k < 0 ? plan.unused : plan.after[k]).push_back(uint32_t(i));
+  }
+  return plan;
+}
+
 }  // namespace
 
 std::vector<Tensor> GradientTape::gradient(
     const Tensor& target, const std::vector<Tensor>& sources,
     const std::vector<Tensor>& output_gradients,
     UnconnectedGradients unconnected) {
+  GradientOptions options;
+  options.output_gradients = output_gradients;
+  options.unconnected = unconnected;
+  return gradient(target, sources, options);
+}
+
+std::vector<Tensor> GradientTape::gradient(const Tensor& target,
+                                           const std::vector<Tensor>& sources,
+                                           const GradientOptions& options) {
   TapeState& s = *state_;
+  const std::vector<Tensor>& output_gradients = options.output_gradients;
   if (s.used && !s.persistent)
     throw ValueError(
         "[gradient] expected one gradient() call on a non-persistent "
@@ -288,9 +349,11 @@ std::vector<Tensor> GradientTape::gradient(
 
   std::vector<Tensor> grads(s.next_slot);
   std::vector<char> keep(s.next_slot, 0);
-  for (const Tensor& src : sources) {
-    const int32_t slot = src.defined() ? src.impl()->marks.find(s.serial) : -1;
-    if (slot >= 0) keep[slot] = 1;
+  std::vector<int32_t> source_slots(sources.size(), -1);
+  for (size_t i = 0; i < sources.size(); ++i) {
+    const Tensor& src = sources[i];
+    source_slots[i] = src.defined() ? src.impl()->marks.find(s.serial) : -1;
+    if (source_slots[i] >= 0) keep[source_slots[i]] = 1;
   }
   const int32_t target_slot = target.impl()->marks.find(s.serial);
   if (target_slot >= 0) {
@@ -305,39 +368,28 @@ std::vector<Tensor> GradientTape::gradient(
     }
   }
 
-  for (auto it = s.entries.rbegin(); it != s.entries.rend(); ++it) {
-    const autograd::TapeEntry& e = *it;
-    bool any = false;
-    for (int32_t o : e.output_slots) any |= o >= 0 && grads[o].defined();
-    if (!any) continue;
-    SmallVector<Tensor, 3> gys;
-    for (int32_t o : e.output_slots) {
-      gys.push_back(o >= 0 ? grads[o] : Tensor());
-      if (o >= 0 && !keep[o]) grads[o] = Tensor();  // consumers are all done
-    }
-    uint32_t needs = 0;
-    for (size_t i = 0; i < e.input_slots.size() && i < 32; ++i)
-      needs |= uint32_t{e.input_slots[i] >= 0} << i;
-    if (e.input_slots.size() > 32) needs = ~uint32_t{0};
-    const std::vector<Tensor> gxs =
-        e.node->backward({gys.begin(), gys.size()}, needs);
-    for (size_t i = 0; i < e.input_slots.size() && i < gxs.size(); ++i) {
-      const int32_t slot = e.input_slots[i];
-      if (slot < 0 || !gxs[i].defined()) continue;
-      Tensor gi = fit_to(gxs[i], e.node->input_specs[i]);
-      grads[slot] = grads[slot].defined() ? add(grads[slot], gi) : gi;
-    }
+  const auto final_gradient = [&](size_t i) {
+    const int32_t slot = source_slots[i];
+    Tensor g = slot >= 0 ? grads[slot] : Tensor();
+    if (!g.defined() && options.unconnected == UnconnectedGradients::zero &&
+        sources[i].defined())
+      g = zeros_like(sources[i]);
+    return g;
+  };
+  std::optional<ReadyPlan> plan;
+  if (options.on_ready) plan = plan_ready(s, source_slots);
+  const auto announce = [&](const std::vector<uint32_t>& ready) {
+    for (uint32_t i : ready) options.on_ready(i, final_gradient(i));
+  };
+  if (plan) announce(plan->unused);
+  for (size_t k = s.entries.size(); k-- > 0;) {
+    run_backward(s.entries[k], grads, keep);
+    if (plan) announce(plan->after[k]);
+    if (options.after_entry) options.after_entry();
   }
 
   std::vector<Tensor> result(sources.size());
-  for (size_t i = 0; i < sources.size(); ++i) {
-    const Tensor& src = sources[i];
-    const int32_t slot = src.defined() ? src.impl()->marks.find(s.serial) : -1;
-    if (slot >= 0) result[i] = grads[slot];
-    if (!result[i].defined() && unconnected == UnconnectedGradients::zero &&
-        src.defined())
-      result[i] = zeros_like(src);
-  }
+  for (size_t i = 0; i < sources.size(); ++i) result[i] = final_gradient(i);
   if (!s.persistent) {
     s.entries.clear();
     s.entries.shrink_to_fit();

@@ -51,6 +51,12 @@ inline int64_t skip_cardinality(int64_t n, int64_t count) {
   return count < 0 ? 0 : std::max<int64_t>(0, n - count);
 }
 
+/** shard(num_shards, index) of a dataset of n elements. */
+inline int64_t shard_cardinality(int64_t n, int64_t num_shards, int64_t index) {
+  if (!known_cardinality(n)) return n;
+  return n > index ? (n - index + num_shards - 1) / num_shards : 0;
+}
+
 /** zip of datasets of these cardinalities: the shortest. */
 inline int64_t zip_cardinality(std::initializer_list<int64_t> ns) {
   int64_t shortest = kInfiniteCardinality;

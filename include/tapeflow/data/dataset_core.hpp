@@ -134,6 +134,11 @@ class Dataset {
   Dataset take(int64_t n) const;
   /** All but the first n elements (-1: none). */
   Dataset skip(int64_t n) const;
+  /**
+   * Every num_shards-th element from element `index` on (tf.data's shard):
+   * worker i of n reads its own part. ValueError unless 0 <= index < n.
+   */
+  Dataset shard(int64_t num_shards, int64_t index) const;
   /** (index, element) pairs, the index counting from start. */
   Dataset<std::tuple<int64_t, T>> enumerate(int64_t start = 0) const;
   /**
@@ -374,6 +379,27 @@ Dataset<T> Dataset<T>::skip(int64_t n) const {
             });
       },
       detail::skip_cardinality(cardinality_, n));
+}
+
+template <class T>
+Dataset<T> Dataset<T>::shard(int64_t num_shards, int64_t index) const {
+  if (num_shards < 1 || index < 0 || index >= num_shards)
+    throw ValueError("[shard] expected 0 <= index < num_shards, got index " +
+                     std::to_string(index) + " of " +
+                     std::to_string(num_shards));
+  Dataset up = *this;
+  return Dataset(
+      [up, num_shards, index] {
+        return detail::make_fn_iterator<T>(
+            [in = up.make_impl(), num_shards, index,
+             started = false]() mutable -> std::optional<T> {
+              for (int64_t i = 0; i < (started ? num_shards - 1 : index); ++i)
+                if (!in->next()) return std::nullopt;
+              started = true;
+              return in->next();
+            });
+      },
+      detail::shard_cardinality(cardinality_, num_shards, index));
 }
 
 template <class T>

@@ -1,0 +1,147 @@
+#include "dist/buckets.hpp"
+
+#include <cstring>
+
+#include "core/creation_internal.hpp"
+#include "core/op_error.hpp"
+#include "dist/host_view.hpp"
+#include "tapeflow/creation.hpp"
+
+namespace tapeflow::dist::detail {
+namespace {
+
+constexpr const char* kOp = "DistributedDataParallel";
+
+/** Rank 0's order, checked to be a permutation of the parameters. */
+std::vector<size_t> agreed_order(std::vector<size_t> order, size_t count,
+                                 Communicator& comm) {
+  const Tensor t = zeros({static_cast<int64_t>(count)}, DType::int64);
+  int64_t* data = t.data<int64_t>();
+  for (size_t k = 0; k < count; ++k) data[k] = static_cast<int64_t>(order[k]);
+  comm.broadcast(t, 0);
+  std::vector<char> seen(count, 0);
+  for (size_t k = 0; k < count; ++k) {
+    const int64_t i = data[k];
+    if (i < 0 || i >= static_cast<int64_t>(count) || seen[i])
+      throw op_error<DistError>(kOp,
+                                "expected rank 0's bucket order to list "
+                                "each of this rank's ",
+                                count,
+                                " parameters once; the ranks' parameter "
+                                "lists differ");
+    seen[i] = 1;
+    order[k] = static_cast<size_t>(i);
+  }
+  return order;
+}
+
+}  // namespace
+
+BucketPlan plan_buckets(const std::vector<Variable>& params,
+                        std::vector<size_t> order, const BucketOptions& options,
+                        Communicator& comm) {
+  order = agreed_order(std::move(order), params.size(), comm);
+  BucketPlan plan;
+  plan.bucket_of.resize(params.size());
+  plan.offset_of.resize(params.size());
+  plan.numel_of.resize(params.size());
+  int64_t bytes = 0;
+  for (size_t i : order) {
+    const Variable& p = params[i];
+    const int64_t size = p.numel() * static_cast<int64_t>(itemsize(p.dtype()));
+    const int64_t cap =
+        plan.members.size() <= 1 ? options.first_bytes : options.cap_bytes;
+    const bool open = !plan.members.empty() &&
+                      plan.dtypes.back() == p.dtype() && bytes + size <= cap;
+    if (!open) {
+      plan.members.emplace_back();
+      plan.dtypes.push_back(p.dtype());
+      plan.elements.push_back(0);
+      bytes = 0;
+    }
+    plan.members.back().push_back(i);
+    plan.bucket_of[i] = plan.members.size() - 1;
+    plan.offset_of[i] = plan.elements.back();
+    plan.numel_of[i] = p.numel();
+    plan.elements.back() += p.numel();
+    bytes += size;
+  }
+  return plan;
+}
+
+BucketStep::BucketStep(const BucketPlan& plan, Communicator& comm, Order order,
+                       bool overlap)
+    : plan_(plan), comm_(comm), order_(order), overlap_(overlap) {
+  for (size_t b = 0; b < plan.members.size(); ++b) {
+    flats_.push_back(empty_tensor(Shape{plan.elements[b]}, plan.dtypes[b],
+                                  Device::cpu(), kOp));
+    missing_.push_back(plan.members[b].size());
+  }
+  used_ = zeros({static_cast<int64_t>(plan.bucket_of.size())}, DType::int32);
+}
+
+void BucketStep::ready(size_t i, const Tensor& grad) {
+  const size_t b = plan_.bucket_of[i];
+  const Tensor& flat = flats_[b];
+  const size_t item = itemsize(flat.dtype());
+  char* dst = static_cast<char*>(flat.raw_data()) + plan_.offset_of[i] * item;
+  const size_t bytes = static_cast<size_t>(plan_.numel_of[i]) * item;
+  if (grad.defined()) {
+    NoGradGuard no_grad;
+    Tensor g = grad.dtype() == flat.dtype() ? grad : grad.cast(flat.dtype());
+    g = materialize(g.to(Device::cpu()));
+    std::memcpy(dst, g.raw_data(), bytes);
+    used_.data<int32_t>()[i] = 1;
+  } else {
+    std::memset(dst, 0, bytes);  // zeros: other ranks may have a gradient
+  }
+  --missing_[b];
+  if (overlap_) launch_full_buckets();
+}
+
+void BucketStep::launch_full_buckets() {
+  // Strictly in bucket order, so that every rank issues the same sequence.
+  while (launched_ < flats_.size() && missing_[launched_] == 0) {
+    works_.push_back(
+        comm_.all_reduce_async(flats_[launched_], ReduceOp::mean, order_));
+    ++launched_;
+  }
+}
+
+void BucketStep::progress() {
+  for (Work& w : works_)
+    if (!w.test()) return;
+}
+
+std::vector<Tensor> BucketStep::finish(const std::vector<Variable>& params) {
+  launch_full_buckets();
+  if (launched_ != flats_.size())
+    throw op_error<ValueError>(kOp, "expected every parameter's gradient, ",
+                               flats_.size() - launched_,
+                               " buckets are incomplete");
+  comm_.all_reduce(used_, ReduceOp::sum, Order::fast);
+  for (Work& w : works_) w.wait();
+  std::vector<Tensor> out(params.size());
+  const int32_t* used = used_.data<int32_t>();
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (used[i] == 0) continue;  // no rank used it: as in one process
+    const Shape& shape = params[i].shape();
+    const Tensor g = make_view(flats_[plan_.bucket_of[i]], shape,
+                               contiguous_strides(shape), plan_.offset_of[i]);
+    out[i] = g.to(params[i].device());
+  }
+  return out;
+}
+
+int64_t parameter_hash(const std::vector<Variable>& params) {
+  uint64_t h = 1469598103934665603ULL;
+  for (const Variable& p : params) {
+    const Tensor host = materialize(p.to(Device::cpu()));
+    const auto* bytes = static_cast<const unsigned char*>(host.raw_data());
+    const size_t n = static_cast<size_t>(host.numel()) * itemsize(host.dtype());
+    for (size_t k = 0; k < n; ++k) h = (h ^ bytes[k]) * 1099511628211ULL;
+  }
+  return static_cast<int64_t>(h);
+}
+
+}  // namespace tapeflow::dist::detail

@@ -1,0 +1,211 @@
+// all_reduce, all_gather and reduce_scatter: MPI's own algorithms (`fast`)
+// or the canonical order (alltoall, a left fold in rank order, allgather).
+#include <cstring>
+#include <memory>
+
+#include "core/creation_internal.hpp"
+#include "core/op_error.hpp"
+#include "dist/agreement.hpp"
+#include "dist/comm_state.hpp"
+#include "dist/fold.hpp"
+#include "dist/host_view.hpp"
+#include "dist/work.hpp"
+
+namespace tapeflow::dist {
+namespace {
+
+using detail::CommState;
+using detail::HostView;
+using detail::WorkState;
+
+MPI_Op mpi_op(ReduceOp op, DType dtype) {
+  switch (op) {
+    case ReduceOp::sum:
+    case ReduceOp::mean:
+      return dtype == DType::bool_ ? MPI_LOR : MPI_SUM;
+    case ReduceOp::max:
+      return MPI_MAX;
+    case ReduceOp::min:
+      break;
+  }
+  return MPI_MIN;
+}
+
+int64_t op_and_order(ReduceOp op, Order order) {
+  return static_cast<int64_t>(op) * 2 + static_cast<int64_t>(order);
+}
+
+char* bytes(const Tensor& t) {
+  return static_cast<char*>(t.raw_data());
+}
+
+/** Element ranges of the canonical all_reduce: rank k folds chunk k. */
+struct Chunks {
+  std::vector<int> counts, displs;
+  Chunks(int64_t n, int ranks) : counts(ranks), displs(ranks) {
+    for (int k = 0; k < ranks; ++k) {
+      const int64_t begin = n * k / ranks, end = n * (k + 1) / ranks;
+      counts[k] = static_cast<int>(end - begin);
+      displs[k] = static_cast<int>(begin);
+    }
+  }
+};
+
+/**
+ * acc = block 0 of `gathered`, then folded with blocks 1..N-1 in rank order:
+ * the one place the canonical sum happens.
+ */
+void fold_blocks(const Tensor& gathered, char* acc, int64_t count, int ranks,
+                 ReduceOp op) {
+  const DType dt = gathered.dtype();
+  const size_t block = static_cast<size_t>(count) * itemsize(dt);
+  const char* src = bytes(gathered);
+  if (block > 0) std::memcpy(acc, src, block);
+  for (int r = 1; r < ranks; ++r)
+    detail::fold_into(dt, op, acc, src + r * block, count);
+}
+
+void post_canonical_all_reduce(const std::shared_ptr<CommState>& cs,
+                               WorkState& w, const Tensor& host, ReduceOp op) {
+  const CommState& c = *cs;
+  const DType dt = host.dtype();
+  const MPI_Datatype type = detail::mpi_type(dt);
+  auto chunks = std::make_shared<Chunks>(host.numel(), c.size);
+  const int mine = chunks->counts[c.rank];
+  const Tensor gathered =
+      empty_tensor(Shape{int64_t{c.size} * mine}, dt, Device::cpu(), w.op);
+  auto same = std::make_shared<Chunks>(int64_t{c.size} * mine, c.size);
+  detail::check_mpi(
+      MPI_Ialltoallv(bytes(host), chunks->counts.data(), chunks->displs.data(),
+                     type, bytes(gathered), same->counts.data(),
+                     same->displs.data(), type, c.comm, w.request()),
+      w.op);
+  w.phases.push_back(
+      [cs, chunks, same, gathered, host, op, type](WorkState& w) {
+        const CommState& c = *cs;
+        const int mine = chunks->counts[c.rank];
+        char* acc = bytes(host) + static_cast<size_t>(chunks->displs[c.rank]) *
+                                      itemsize(host.dtype());
+        fold_blocks(gathered, acc, mine, c.size, op);
+        detail::check_mpi(
+            MPI_Iallgatherv(MPI_IN_PLACE, 0, type, bytes(host),
+                            chunks->counts.data(), chunks->displs.data(), type,
+                            c.comm, w.request()),
+            w.op);
+      });
+}
+
+}  // namespace
+
+Work Communicator::all_reduce_async(const Tensor& t, ReduceOp op, Order order) {
+  constexpr const char* kOp = "all_reduce";
+  CommState& c = *state_;
+  detail::check_defined(t, kOp);
+  detail::check_reducible(t.dtype(), op, kOp);
+  const int64_t n = t.numel();
+  detail::mpi_count(n, kOp);
+  detail::check_agreement(c, kOp, n, t.dtype(), op_and_order(op, order),
+                          "reduce op and order");
+  NoGradGuard no_grad;
+  const HostView v = detail::host_view(t, kOp, true);
+  auto w = std::make_shared<WorkState>(kOp, ++c.seq);
+  w->result = t;
+  if (c.size > 1 && n > 0) {
+    if (order == Order::fast)
+      detail::check_mpi(
+          MPI_Iallreduce(MPI_IN_PLACE, v.data(), static_cast<int>(n),
+                         detail::mpi_type(t.dtype()), mpi_op(op, t.dtype()),
+                         c.comm, w->request()),
+          kOp);
+    else
+      post_canonical_all_reduce(state_, *w, v.host, op);
+  }
+  w->phases.push_back([v, op, ranks = c.size](WorkState&) {
+    detail::finish(v.host.dtype(), op, v.data(), v.host.numel(), ranks);
+    detail::write_back(v, "all_reduce");
+  });
+  return Work(std::move(w));
+}
+
+void Communicator::all_reduce(const Tensor& t, ReduceOp op, Order order) {
+  all_reduce_async(t, op, order).wait();
+}
+
+Work Communicator::all_gather_async(const Tensor& t) {
+  constexpr const char* kOp = "all_gather";
+  CommState& c = *state_;
+  detail::check_defined(t, kOp);
+  const int64_t n = t.numel();
+  detail::mpi_count(n * c.size, kOp);
+  detail::check_agreement(c, kOp, n, t.dtype(), 0, "argument");
+  NoGradGuard no_grad;
+  const HostView v = detail::host_view(t, kOp, false);
+  std::vector<int64_t> dims(t.shape().begin(), t.shape().end());
+  if (dims.empty()) dims.push_back(1);
+  dims[0] *= c.size;
+  const Tensor out = empty_tensor(Shape(dims), t.dtype(), Device::cpu(), kOp);
+  auto w = std::make_shared<WorkState>(kOp, ++c.seq);
+  if (c.size == 1) {
+    if (n > 0) std::memcpy(bytes(out), v.data(), n * itemsize(t.dtype()));
+  } else {
+    const MPI_Datatype type = detail::mpi_type(t.dtype());
+    detail::check_mpi(
+        MPI_Iallgather(v.data(), static_cast<int>(n), type, bytes(out),
+                       static_cast<int>(n), type, c.comm, w->request()),
+        kOp);
+  }
+  w->phases.push_back([v, out, device = t.device()](WorkState& w) {
+    w.result = out.to(device);
+  });
+  return Work(std::move(w));
+}
+
+Tensor Communicator::all_gather(const Tensor& t) {
+  return all_gather_async(t).result();
+}
+
+Tensor Communicator::reduce_scatter(const Tensor& t, ReduceOp op, Order order) {
+  constexpr const char* kOp = "reduce_scatter";
+  CommState& c = *state_;
+  detail::check_defined(t, kOp);
+  detail::check_reducible(t.dtype(), op, kOp);
+  if (t.rank() == 0 || t.dim(0) % c.size != 0)
+    throw op_error<ShapeError>(kOp, "expected dimension 0 to be a multiple of ",
+                               c.size, " (the ranks), got shape ",
+                               t.shape().str());
+  const int64_t n = t.numel();
+  detail::mpi_count(n, kOp);
+  detail::check_agreement(c, kOp, n, t.dtype(), op_and_order(op, order),
+                          "reduce op and order");
+  NoGradGuard no_grad;
+  const HostView v = detail::host_view(t, kOp, false);
+  std::vector<int64_t> dims(t.shape().begin(), t.shape().end());
+  dims[0] /= c.size;
+  const Tensor out = empty_tensor(Shape(dims), t.dtype(), Device::cpu(), kOp);
+  const int64_t block = n / c.size;
+  const DType dt = t.dtype();
+  const MPI_Datatype type = detail::mpi_type(dt);
+  WorkState w(kOp, ++c.seq);
+  if (c.size == 1 || block == 0) {
+    if (block > 0) std::memcpy(bytes(out), v.data(), block * itemsize(dt));
+  } else if (order == Order::fast) {
+    detail::check_mpi(
+        MPI_Ireduce_scatter_block(v.data(), bytes(out), static_cast<int>(block),
+                                  type, mpi_op(op, dt), c.comm, w.request()),
+        kOp);
+  } else {
+    const Tensor gathered = empty_tensor(Shape{n}, dt, Device::cpu(), kOp);
+    detail::check_mpi(
+        MPI_Ialltoall(v.data(), static_cast<int>(block), type, bytes(gathered),
+                      static_cast<int>(block), type, c.comm, w.request()),
+        kOp);
+    w.phases.push_back([gathered, out, block, op, ranks = c.size](WorkState&) {
+      fold_blocks(gathered, bytes(out), block, ranks, op);
+    });
+  }
+  detail::advance(w, true);
+  detail::finish(dt, op, bytes(out), block, c.size);
+  return out.to(t.device());
+}
+
+}  // namespace tapeflow::dist

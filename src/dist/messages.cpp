@@ -1,0 +1,138 @@
+// The Communicator's other operations: broadcast, barrier, point to point,
+// split, and broadcast_variables.
+#include <vector>
+
+#include "core/op_error.hpp"
+#include "dist/agreement.hpp"
+#include "dist/comm_state.hpp"
+#include "dist/host_view.hpp"
+#include "dist/work.hpp"
+
+namespace tapeflow::dist {
+
+namespace detail {
+void describe(CommState& c);
+}
+
+using detail::CommState;
+using detail::HostView;
+using detail::WorkState;
+
+Communicator::Communicator(std::shared_ptr<CommState> state)
+    : state_(std::move(state)) {}
+int Communicator::rank() const {
+  return state_->rank;
+}
+int Communicator::size() const {
+  return state_->size;
+}
+int Communicator::local_rank() const {
+  return state_->local_rank;
+}
+int Communicator::local_size() const {
+  return state_->local_size;
+}
+
+Work Communicator::broadcast_async(const Tensor& t, int root) {
+  constexpr const char* kOp = "broadcast";
+  CommState& c = *state_;
+  detail::check_defined(t, kOp);
+  detail::check_peer(root, c.size, c.rank, false, kOp, "root");
+  const int64_t n = t.numel();
+  detail::mpi_count(n, kOp);
+  detail::check_agreement(c, kOp, n, t.dtype(), root, "root");
+  NoGradGuard no_grad;
+  const bool receives = c.rank != root;
+  const HostView v = detail::host_view(t, kOp, receives);
+  auto w = std::make_shared<WorkState>(kOp, ++c.seq);
+  w->result = t;
+  if (c.size > 1 && n > 0)
+    detail::check_mpi(
+        MPI_Ibcast(v.data(), static_cast<int>(n), detail::mpi_type(t.dtype()),
+                   root, c.comm, w->request()),
+        kOp);
+  w->phases.push_back([v, receives](WorkState&) {
+    if (receives) detail::write_back(v, "broadcast");
+  });
+  return Work(std::move(w));
+}
+
+void Communicator::broadcast(const Tensor& t, int root) {
+  broadcast_async(t, root).wait();
+}
+
+void Communicator::barrier() {
+  CommState& c = *state_;
+  WorkState w("barrier", ++c.seq);
+  if (c.size > 1) detail::check_mpi(MPI_Ibarrier(c.comm, w.request()), w.op);
+  detail::advance(w, true);
+}
+
+void Communicator::send(const Tensor& t, int dst, int tag) {
+  constexpr const char* kOp = "send";
+  CommState& c = *state_;
+  detail::check_defined(t, kOp);
+  detail::check_peer(dst, c.size, c.rank, true, kOp, "destination");
+  const int n = detail::mpi_count(t.numel(), kOp);
+  NoGradGuard no_grad;
+  const HostView v = detail::host_view(t, kOp, false);
+  WorkState w(kOp, ++c.seq);
+  detail::check_mpi(MPI_Isend(v.data(), n, detail::mpi_type(t.dtype()), dst,
+                              tag, c.comm, w.request()),
+                    kOp);
+  detail::advance(w, true);
+}
+
+void Communicator::recv(const Tensor& t, int src, int tag) {
+  constexpr const char* kOp = "recv";
+  CommState& c = *state_;
+  detail::check_defined(t, kOp);
+  detail::check_peer(src, c.size, c.rank, true, kOp, "source");
+  const int n = detail::mpi_count(t.numel(), kOp);
+  const MPI_Datatype type = detail::mpi_type(t.dtype());
+  NoGradGuard no_grad;
+  detail::InFlight flight(kOp, ++c.seq);
+  MPI_Message message;
+  MPI_Status status;
+  detail::check_mpi(MPI_Mprobe(src, tag, c.comm, &message, &status), kOp);
+  int bytes = 0;
+  MPI_Get_count(&status, MPI_BYTE, &bytes);
+  const int64_t expected = int64_t{n} * itemsize(t.dtype());
+  if (bytes != expected) {
+    std::vector<char> drained(static_cast<size_t>(bytes));
+    MPI_Mrecv(drained.data(), bytes, MPI_BYTE, &message, MPI_STATUS_IGNORE);
+    throw op_error<DistError>(kOp, "expected ", expected, " bytes (", n, " ",
+                              dtype_name(t.dtype()), ") from rank ", src,
+                              " (tag ", tag, "), got ", bytes);
+  }
+  const HostView v = detail::host_view(t, kOp, true);
+  detail::check_mpi(MPI_Mrecv(v.data(), n, type, &message, MPI_STATUS_IGNORE),
+                    kOp);
+  detail::write_back(v, kOp);
+}
+
+Communicator Communicator::split(int color, int key) const {
+  constexpr const char* kOp = "split";
+  if (color < 0)
+    throw op_error<ValueError>(kOp, "expected a color >= 0, got ", color);
+  auto out = std::make_shared<CommState>();
+  if (state_->comm != MPI_COMM_NULL) {
+    detail::InFlight flight(kOp, ++state_->seq);
+    detail::check_mpi(MPI_Comm_split(state_->comm, color, key, &out->comm),
+                      kOp);
+    out->owned = true;
+    detail::describe(*out);
+  }
+  return Communicator(std::move(out));
+}
+
+void broadcast_variables(const std::vector<Variable>& variables, int root) {
+  Communicator& w = world();
+  std::vector<Work> pending;
+  pending.reserve(variables.size());
+  for (const Variable& v : variables)
+    pending.push_back(w.broadcast_async(v, root));
+  for (Work& p : pending) p.wait();
+}
+
+}  // namespace tapeflow::dist

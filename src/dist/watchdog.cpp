@@ -1,0 +1,159 @@
+#include "dist/watchdog.hpp"
+
+#include <mpi.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+
+namespace tapeflow::dist::detail {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Entry {
+  const char* op;
+  uint64_t seq;
+  Clock::time_point start;
+  bool warned = false;
+};
+
+double seconds_from_env(const char* name, double fallback) {
+  const char* v = std::getenv(name);
+  if (v == nullptr) return fallback;
+  char* end = nullptr;
+  const double s = std::strtod(v, &end);
+  return end != v && s > 0 ? s : fallback;
+}
+
+struct Watchdog {
+  std::mutex mu;
+  std::condition_variable wake;
+  std::map<uint64_t, Entry> in_flight;
+  uint64_t next_id = 1;
+  bool running = false, stop = false;
+  int rank = 0;
+  double steady_timeout = seconds_from_env("TAPEFLOW_DIST_TIMEOUT", 60);
+  double first_timeout = std::max(
+      steady_timeout, seconds_from_env("TAPEFLOW_DIST_INIT_TIMEOUT", 300));
+  std::atomic<bool> first_step_done{false};
+  std::thread thread;
+  // Read by the SIGTERM handler: string literals and plain integers only.
+  std::atomic<const char*> last_op{"init"};
+  std::atomic<uint64_t> last_seq{0};
+};
+Watchdog& dog() {
+  static Watchdog* w = new Watchdog;  // leaked: the handler may run at exit
+  return *w;
+}
+
+void check_ages(Watchdog& w, std::unique_lock<std::mutex>&) {
+  // Before step one completes only the first-step timeout applies; a short
+  // TAPEFLOW_DIST_TIMEOUT set for a test still applies when it is the larger.
+  const double limit = w.first_step_done ? w.steady_timeout : w.first_timeout;
+  const auto now = Clock::now();
+  for (auto& [id, e] : w.in_flight) {
+    const double age = std::chrono::duration<double>(now - e.start).count();
+    if (age >= limit) {
+      std::fprintf(stderr,
+                   "[dist] rank %d: %s (seq %llu) has waited %.1f s, past the "
+                   "%g s timeout (TAPEFLOW_DIST_TIMEOUT); ending the job\n",
+                   w.rank, e.op, static_cast<unsigned long long>(e.seq), age,
+                   limit);
+      std::fflush(stderr);
+      MPI_Abort(MPI_COMM_WORLD, kWatchdogExit);
+      std::_Exit(kWatchdogExit);
+    }
+    if (!e.warned && age >= limit / 2) {
+      e.warned = true;
+      std::fprintf(stderr,
+                   "[dist] rank %d: %s (seq %llu) has waited %.1f s; the job "
+                   "ends at %g s\n",
+                   w.rank, e.op, static_cast<unsigned long long>(e.seq), age,
+                   limit);
+    }
+  }
+}
+
+void watch() {
+  Watchdog& w = dog();
+  std::unique_lock lock(w.mu);
+  const auto tick =
+      std::chrono::duration<double>(std::min(0.1, w.steady_timeout / 30));
+  while (!w.stop) {
+    w.wake.wait_for(lock, tick);
+    check_ages(w, lock);
+  }
+}
+
+/** Async-signal-safe: one write() of a line built in a stack buffer. */
+void on_sigterm(int sig) {
+  Watchdog& w = dog();
+  char line[160];
+  int n = std::snprintf(line, sizeof line,
+                        "[dist] rank %d: terminated (another rank failed?); "
+                        "last op %s seq %llu\n",
+                        w.rank, w.last_op.load(),
+                        static_cast<unsigned long long>(w.last_seq.load()));
+  if (n > 0)
+    (void)!write(STDERR_FILENO, line, std::min<size_t>(n, sizeof line));
+  std::signal(sig, SIG_DFL);
+  std::raise(sig);
+}
+
+}  // namespace
+
+void start_watchdog(int rank) {
+  Watchdog& w = dog();
+  std::lock_guard lock(w.mu);
+  if (w.running) return;
+  w.rank = rank;
+  w.running = true;
+  w.thread = std::thread(watch);
+  struct sigaction old {};
+  sigaction(SIGTERM, nullptr, &old);
+  if (old.sa_handler == SIG_DFL) std::signal(SIGTERM, on_sigterm);
+}
+
+void stop_watchdog() {
+  Watchdog& w = dog();
+  {
+    std::lock_guard lock(w.mu);
+    if (!w.running) return;
+    w.stop = true;
+    w.running = false;
+  }
+  w.wake.notify_all();
+  w.thread.join();
+}
+
+void step_completed() {
+  dog().first_step_done = true;
+}
+
+InFlight::InFlight(const char* op, uint64_t seq) {
+  Watchdog& w = dog();
+  w.last_op = op;
+  w.last_seq = seq;
+  std::lock_guard lock(w.mu);
+  id_ = w.next_id++;
+  w.in_flight.emplace(id_, Entry{op, seq, Clock::now()});
+}
+
+void InFlight::end() {
+  if (id_ == 0) return;
+  Watchdog& w = dog();
+  std::lock_guard lock(w.mu);
+  w.in_flight.erase(id_);
+  id_ = 0;
+}
+
+}  // namespace tapeflow::dist::detail

@@ -1,0 +1,37 @@
+#pragma once
+// The watchdog: MPI has no timeouts, and a rank that hangs (stopped,
+// deadlocked, cut off by the network) leaves every other rank blocked for
+// good. Each collective, message and wait registers while in flight; a thread
+// aborts the whole job once one is older than TAPEFLOW_DIST_TIMEOUT.
+#include <cstdint>
+
+namespace tapeflow::dist::detail {
+
+/** Exit status of a job the watchdog ended (EX_TEMPFAIL: retry it). */
+inline constexpr int kWatchdogExit = 75;
+
+/**
+ * Starts the thread (once per process) and a SIGTERM handler that names the
+ * last op when mpirun ends the job because another rank died.
+ * TAPEFLOW_DIST_TIMEOUT (seconds, default 60) applies once a step completed;
+ * before, TAPEFLOW_DIST_INIT_TIMEOUT (default 300) does.
+ */
+void start_watchdog(int rank);
+void stop_watchdog();
+/** Switches from the first-step timeout to the steady one. */
+void step_completed();
+
+/** An operation in flight, from construction to end() or destruction. */
+class InFlight {
+ public:
+  InFlight(const char* op, uint64_t seq);
+  ~InFlight() { end(); }
+  InFlight(const InFlight&) = delete;
+  InFlight& operator=(const InFlight&) = delete;
+  void end();
+
+ private:
+  uint64_t id_ = 0;
+};
+
+}  // namespace tapeflow::dist::detail

@@ -1,0 +1,40 @@
+#pragma once
+// A nonblocking collective as a list of phases: each runs once the MPI
+// requests posted before it have completed, and may post more (the canonical
+// all_reduce is alltoall, then a fold, then allgather). Open MPI makes no
+// progress on its own, so test() is what moves a collective along.
+#include <mpi.h>
+
+#include <deque>
+#include <functional>
+#include <vector>
+
+#include "dist/watchdog.hpp"
+#include "tapeflow/dist/communicator.hpp"
+
+namespace tapeflow::dist::detail {
+
+struct WorkState {
+  WorkState(const char* op_name, uint64_t sequence)
+      : op(op_name), seq(sequence), flight(op_name, sequence) {}
+  /** Completes what is still in flight: the peers wait for every phase. */
+  ~WorkState();
+  WorkState(const WorkState&) = delete;
+  WorkState& operator=(const WorkState&) = delete;
+
+  /** A request slot for the next MPI_I* call. */
+  MPI_Request* request() { return &requests.emplace_back(MPI_REQUEST_NULL); }
+
+  const char* op;
+  uint64_t seq;
+  InFlight flight;
+  std::vector<MPI_Request> requests;
+  std::deque<std::function<void(WorkState&)>> phases;
+  Tensor result;
+  bool done = false;
+};
+
+/** Runs phases whose requests are complete; with `block`, until the end. */
+bool advance(WorkState& w, bool block);
+
+}  // namespace tapeflow::dist::detail
