@@ -6,6 +6,9 @@
 // 89.06%.
 #include "common/models.hpp"
 #include "common/trainer.hpp"
+#ifdef TAPEFLOW_SAMPLES_DIST
+#include "common/distributed.hpp"
+#endif
 
 namespace nn = tapeflow::nn;
 
@@ -18,8 +21,20 @@ int main(int argc, char** argv) {
   // without AVX512-BF16 compute as under `highest`.
   config.precision = "medium";
   samples::add_flags(app, config);
+  app.add_flag("--distributed", config.distributed,
+               "data parallel over the ranks of mpirun -np N (--batch-size "
+               "is the global batch)");
   CLI11_PARSE(app, argc, argv);
   try {
+    if (config.distributed) {
+#ifdef TAPEFLOW_SAMPLES_DIST
+      samples::setup_distributed(config);
+#else
+      throw tapeflow::ValueError(
+          "[--distributed] this build has no tpf::dist (Open MPI was not "
+          "found when it was configured)");
+#endif
+    }
     nn::Sequential model = samples::mnist_cnn();
     std::fputs(model.summary({config.batch_size, 1, 28, 28}).c_str(), stdout);
     tapeflow::optim::Adam adam(config.lr);

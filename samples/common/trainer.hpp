@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <tapeflow/tapeflow.hpp>
 
@@ -15,6 +16,22 @@
 namespace samples {
 
 namespace tpf = tapeflow;
+
+/**
+ * How a data-parallel run plugs into train() (common/distributed.hpp sets
+ * it up): this rank's slice of each global batch, the gradient averaged over
+ * the ranks, and the seeding that keeps shuffles equal on every rank while
+ * dropout differs per rank.
+ */
+struct Replication {
+  int rank = 0;
+  int ranks = 1;
+  std::function<std::vector<tpf::Tensor>(tpf::GradientTape&, const tpf::Tensor&,
+                                         const std::vector<tpf::Variable>&)>
+      gradient;
+  /** Before an epoch's shuffle (step -1) and before each step. */
+  std::function<void(int64_t epoch, int64_t step)> reseed;
+};
 
 struct TrainConfig {
   int epochs = 2;
@@ -27,6 +44,8 @@ struct TrainConfig {
   int64_t train_limit = 0;  // > 0: only the first n training images
   int64_t seed = -1;        // >= 0: weights, shuffles and dropout repeat
   std::string precision = "highest";
+  bool distributed = false;
+  Replication replication;
 };
 
 /** The flags every MNIST sample takes. */
@@ -98,17 +117,20 @@ inline int train(const std::string& title, tpf::nn::Module& model,
                         ? std::min(c.train_limit, train_set.size())
                         : train_set.size();
   const int64_t steps_per_epoch = n / c.batch_size;
+  const Replication& rep = c.replication;
+  const int64_t local_batch = c.batch_size / rep.ranks;
   {
     tpf::NoGradGuard no_grad;  // builds the weights from one batch's shape
     model(train_set.images(0, std::min(c.batch_size, n)));
   }
   std::printf(
       "%s: %lld training and %lld test images, %lld parameters, %d threads, "
-      "%s float32 precision\n",
+      "%s float32 precision, %d rank%s\n",
       title.c_str(), static_cast<long long>(n),
       static_cast<long long>(test_set.size()),
       static_cast<long long>(model.count_params()),
-      tpf::config::intra_op_threads(), c.precision.c_str());
+      tpf::config::intra_op_threads(), c.precision.c_str(), rep.ranks,
+      rep.ranks == 1 ? "" : "s");
 
   auto params = model.parameters();
   optimizer.build(params);
@@ -124,7 +146,7 @@ inline int train(const std::string& title, tpf::nn::Module& model,
     }
   }
   const auto save = [&] {
-    if (c.checkpoint_dir.empty()) return;
+    if (c.checkpoint_dir.empty() || rep.rank != 0) return;
     checkpoint.set_step(optimizer.iterations());
     std::printf("saved %s\n", checkpoint.save(c.checkpoint_dir).c_str());
   };
@@ -136,19 +158,24 @@ inline int train(const std::string& title, tpf::nn::Module& model,
   for (int epoch =
            int(optimizer.iterations() / std::max<int64_t>(steps_per_epoch, 1));
        epoch < c.epochs; ++epoch) {
+    if (rep.reseed) rep.reseed(epoch, -1);
     const auto order = tpf::shuffle(tpf::arange(int64_t{0}, n));
     Progress progress(
         "epoch " + std::to_string(epoch + 1) + "/" + std::to_string(c.epochs),
         steps_per_epoch, c.batch_size);
     double running = 0;
     for (int64_t step = 0; step < steps_per_epoch; ++step) {
-      const auto idx = tpf::slice(order, {step * c.batch_size}, {c.batch_size});
+      if (rep.reseed) rep.reseed(epoch, optimizer.iterations());
+      const auto idx = tpf::slice(
+          order, {step * c.batch_size + rep.rank * local_batch}, {local_batch});
       const auto x = train_set.images(idx);
       const auto y = tpf::gather(train_set.labels, idx);
       tpf::GradientTape tape;
       const auto loss = tpf::mean(
           tpf::nn::sparse_softmax_cross_entropy_with_logits(y, model(x)));
-      const auto grads = tape.gradient(loss, {params.begin(), params.end()});
+      const auto grads =
+          rep.gradient ? rep.gradient(tape, loss, params)
+                       : tape.gradient(loss, {params.begin(), params.end()});
       optimizer.apply_gradients(grads, params);
       const double value = loss.item<double>();
       running = step == 0 ? value : 0.95 * running + 0.05 * value;

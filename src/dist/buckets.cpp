@@ -114,6 +114,11 @@ void BucketStep::progress() {
 }
 
 std::vector<Tensor> BucketStep::finish(const std::vector<Variable>& params) {
+  if (!overlap_) {
+    // Nothing left to overlap with: MPI's blocking calls are faster.
+    for (; launched_ < flats_.size() && missing_[launched_] == 0; ++launched_)
+      comm_.all_reduce(flats_[launched_], ReduceOp::mean, order_);
+  }
   launch_full_buckets();
   if (launched_ != flats_.size())
     throw op_error<ValueError>(kOp, "expected every parameter's gradient, ",

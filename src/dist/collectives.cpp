@@ -75,10 +75,15 @@ void post_canonical_all_reduce(const std::shared_ptr<CommState>& cs,
   const Tensor gathered =
       empty_tensor(Shape{int64_t{c.size} * mine}, dt, Device::cpu(), w.op);
   auto same = std::make_shared<Chunks>(int64_t{c.size} * mine, c.size);
+  const auto* sc = chunks->counts.data();
+  const auto* sd = chunks->displs.data();
+  const auto* rc = same->counts.data();
+  const auto* rd = same->displs.data();
   detail::check_mpi(
-      MPI_Ialltoallv(bytes(host), chunks->counts.data(), chunks->displs.data(),
-                     type, bytes(gathered), same->counts.data(),
-                     same->displs.data(), type, c.comm, w.request()),
+      w.blocking ? MPI_Alltoallv(bytes(host), sc, sd, type, bytes(gathered), rc,
+                                 rd, type, c.comm)
+                 : MPI_Ialltoallv(bytes(host), sc, sd, type, bytes(gathered),
+                                  rc, rd, type, c.comm, w.request()),
       w.op);
   w.phases.push_back(
       [cs, chunks, same, gathered, host, op, type](WorkState& w) {
@@ -97,7 +102,8 @@ void post_canonical_all_reduce(const std::shared_ptr<CommState>& cs,
 
 }  // namespace
 
-Work Communicator::all_reduce_async(const Tensor& t, ReduceOp op, Order order) {
+Work Communicator::start_all_reduce(const Tensor& t, ReduceOp op, Order order,
+                                    bool blocking) {
   constexpr const char* kOp = "all_reduce";
   CommState& c = *state_;
   detail::check_defined(t, kOp);
@@ -108,14 +114,18 @@ Work Communicator::all_reduce_async(const Tensor& t, ReduceOp op, Order order) {
                           "reduce op and order");
   NoGradGuard no_grad;
   const HostView v = detail::host_view(t, kOp, true);
-  auto w = std::make_shared<WorkState>(kOp, ++c.seq);
+  auto w = std::make_shared<WorkState>(kOp, ++c.seq, blocking);
   w->result = t;
   if (c.size > 1 && n > 0) {
+    const MPI_Datatype type = detail::mpi_type(t.dtype());
+    const int count = static_cast<int>(n);
     if (order == Order::fast)
       detail::check_mpi(
-          MPI_Iallreduce(MPI_IN_PLACE, v.data(), static_cast<int>(n),
-                         detail::mpi_type(t.dtype()), mpi_op(op, t.dtype()),
-                         c.comm, w->request()),
+          blocking
+              ? MPI_Allreduce(MPI_IN_PLACE, v.data(), count, type,
+                              mpi_op(op, t.dtype()), c.comm)
+              : MPI_Iallreduce(MPI_IN_PLACE, v.data(), count, type,
+                               mpi_op(op, t.dtype()), c.comm, w->request()),
           kOp);
     else
       post_canonical_all_reduce(state_, *w, v.host, op);
@@ -127,11 +137,14 @@ Work Communicator::all_reduce_async(const Tensor& t, ReduceOp op, Order order) {
   return Work(std::move(w));
 }
 
+Work Communicator::all_reduce_async(const Tensor& t, ReduceOp op, Order order) {
+  return start_all_reduce(t, op, order, false);
+}
 void Communicator::all_reduce(const Tensor& t, ReduceOp op, Order order) {
-  all_reduce_async(t, op, order).wait();
+  start_all_reduce(t, op, order, true).wait();
 }
 
-Work Communicator::all_gather_async(const Tensor& t) {
+Work Communicator::start_all_gather(const Tensor& t, bool blocking) {
   constexpr const char* kOp = "all_gather";
   CommState& c = *state_;
   detail::check_defined(t, kOp);
@@ -144,15 +157,18 @@ Work Communicator::all_gather_async(const Tensor& t) {
   if (dims.empty()) dims.push_back(1);
   dims[0] *= c.size;
   const Tensor out = empty_tensor(Shape(dims), t.dtype(), Device::cpu(), kOp);
-  auto w = std::make_shared<WorkState>(kOp, ++c.seq);
+  auto w = std::make_shared<WorkState>(kOp, ++c.seq, blocking);
   if (c.size == 1) {
     if (n > 0) std::memcpy(bytes(out), v.data(), n * itemsize(t.dtype()));
   } else {
     const MPI_Datatype type = detail::mpi_type(t.dtype());
-    detail::check_mpi(
-        MPI_Iallgather(v.data(), static_cast<int>(n), type, bytes(out),
-                       static_cast<int>(n), type, c.comm, w->request()),
-        kOp);
+    const int count = static_cast<int>(n);
+    detail::check_mpi(blocking
+                          ? MPI_Allgather(v.data(), count, type, bytes(out),
+                                          count, type, c.comm)
+                          : MPI_Iallgather(v.data(), count, type, bytes(out),
+                                           count, type, c.comm, w->request()),
+                      kOp);
   }
   w->phases.push_back([v, out, device = t.device()](WorkState& w) {
     w.result = out.to(device);
@@ -160,8 +176,11 @@ Work Communicator::all_gather_async(const Tensor& t) {
   return Work(std::move(w));
 }
 
+Work Communicator::all_gather_async(const Tensor& t) {
+  return start_all_gather(t, false);
+}
 Tensor Communicator::all_gather(const Tensor& t) {
-  return all_gather_async(t).result();
+  return start_all_gather(t, true).result();
 }
 
 Tensor Communicator::reduce_scatter(const Tensor& t, ReduceOp op, Order order) {
@@ -185,25 +204,22 @@ Tensor Communicator::reduce_scatter(const Tensor& t, ReduceOp op, Order order) {
   const int64_t block = n / c.size;
   const DType dt = t.dtype();
   const MPI_Datatype type = detail::mpi_type(dt);
-  WorkState w(kOp, ++c.seq);
+  detail::InFlight flight(kOp, ++c.seq);
   if (c.size == 1 || block == 0) {
     if (block > 0) std::memcpy(bytes(out), v.data(), block * itemsize(dt));
   } else if (order == Order::fast) {
     detail::check_mpi(
-        MPI_Ireduce_scatter_block(v.data(), bytes(out), static_cast<int>(block),
-                                  type, mpi_op(op, dt), c.comm, w.request()),
+        MPI_Reduce_scatter_block(v.data(), bytes(out), static_cast<int>(block),
+                                 type, mpi_op(op, dt), c.comm),
         kOp);
   } else {
     const Tensor gathered = empty_tensor(Shape{n}, dt, Device::cpu(), kOp);
     detail::check_mpi(
-        MPI_Ialltoall(v.data(), static_cast<int>(block), type, bytes(gathered),
-                      static_cast<int>(block), type, c.comm, w.request()),
+        MPI_Alltoall(v.data(), static_cast<int>(block), type, bytes(gathered),
+                     static_cast<int>(block), type, c.comm),
         kOp);
-    w.phases.push_back([gathered, out, block, op, ranks = c.size](WorkState&) {
-      fold_blocks(gathered, bytes(out), block, ranks, op);
-    });
+    fold_blocks(gathered, bytes(out), block, c.size, op);
   }
-  detail::advance(w, true);
   detail::finish(dt, op, bytes(out), block, c.size);
   return out.to(t.device());
 }

@@ -33,7 +33,7 @@ int Communicator::local_size() const {
   return state_->local_size;
 }
 
-Work Communicator::broadcast_async(const Tensor& t, int root) {
+Work Communicator::start_broadcast(const Tensor& t, int root, bool blocking) {
   constexpr const char* kOp = "broadcast";
   CommState& c = *state_;
   detail::check_defined(t, kOp);
@@ -44,28 +44,32 @@ Work Communicator::broadcast_async(const Tensor& t, int root) {
   NoGradGuard no_grad;
   const bool receives = c.rank != root;
   const HostView v = detail::host_view(t, kOp, receives);
-  auto w = std::make_shared<WorkState>(kOp, ++c.seq);
+  auto w = std::make_shared<WorkState>(kOp, ++c.seq, blocking);
   w->result = t;
+  const MPI_Datatype type = detail::mpi_type(t.dtype());
+  const int count = static_cast<int>(n);
   if (c.size > 1 && n > 0)
-    detail::check_mpi(
-        MPI_Ibcast(v.data(), static_cast<int>(n), detail::mpi_type(t.dtype()),
-                   root, c.comm, w->request()),
-        kOp);
+    detail::check_mpi(blocking ? MPI_Bcast(v.data(), count, type, root, c.comm)
+                               : MPI_Ibcast(v.data(), count, type, root, c.comm,
+                                            w->request()),
+                      kOp);
   w->phases.push_back([v, receives](WorkState&) {
     if (receives) detail::write_back(v, "broadcast");
   });
   return Work(std::move(w));
 }
 
+Work Communicator::broadcast_async(const Tensor& t, int root) {
+  return start_broadcast(t, root, false);
+}
 void Communicator::broadcast(const Tensor& t, int root) {
-  broadcast_async(t, root).wait();
+  start_broadcast(t, root, true).wait();
 }
 
 void Communicator::barrier() {
   CommState& c = *state_;
-  WorkState w("barrier", ++c.seq);
-  if (c.size > 1) detail::check_mpi(MPI_Ibarrier(c.comm, w.request()), w.op);
-  detail::advance(w, true);
+  detail::InFlight flight("barrier", ++c.seq);
+  if (c.size > 1) detail::check_mpi(MPI_Barrier(c.comm), "barrier");
 }
 
 void Communicator::send(const Tensor& t, int dst, int tag) {
@@ -76,11 +80,10 @@ void Communicator::send(const Tensor& t, int dst, int tag) {
   const int n = detail::mpi_count(t.numel(), kOp);
   NoGradGuard no_grad;
   const HostView v = detail::host_view(t, kOp, false);
-  WorkState w(kOp, ++c.seq);
-  detail::check_mpi(MPI_Isend(v.data(), n, detail::mpi_type(t.dtype()), dst,
-                              tag, c.comm, w.request()),
-                    kOp);
-  detail::advance(w, true);
+  detail::InFlight flight(kOp, ++c.seq);
+  detail::check_mpi(
+      MPI_Send(v.data(), n, detail::mpi_type(t.dtype()), dst, tag, c.comm),
+      kOp);
 }
 
 void Communicator::recv(const Tensor& t, int src, int tag) {

@@ -93,8 +93,14 @@ Runtime& runtime() {
   return *r;
 }
 
-/** atexit: MPI_Finalize waits for every rank, so the watchdog watches it. */
-void finalize() {
+/**
+ * At exit. MPI_Finalize waits for every rank, so only a successful exit
+ * calls it (watched by the watchdog): a rank that exits with an error leaves
+ * without it, and mpirun then ends the whole job at once rather than leave
+ * the others blocked in their next collective.
+ */
+void finalize(int status, void*) {
+  if (status != 0) return;
   int finalized = 1;
   MPI_Finalized(&finalized);
   if (!runtime().we_initialized || finalized) return;
@@ -116,7 +122,7 @@ void start() {
           MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided),
           "init");
       runtime().we_initialized = true;
-      std::atexit(finalize);
+      on_exit(finalize, nullptr);  // glibc: sees the exit status
     }
     state->comm = MPI_COMM_WORLD;
     detail::describe(*state);

@@ -15,8 +15,11 @@
 namespace tapeflow::dist::detail {
 
 struct WorkState {
-  WorkState(const char* op_name, uint64_t sequence)
-      : op(op_name), seq(sequence), flight(op_name, sequence) {}
+  WorkState(const char* op_name, uint64_t sequence, bool blocking_calls)
+      : op(op_name),
+        seq(sequence),
+        blocking(blocking_calls),
+        flight(op_name, sequence) {}
   /** Completes what is still in flight: the peers wait for every phase. */
   ~WorkState();
   WorkState(const WorkState&) = delete;
@@ -27,6 +30,8 @@ struct WorkState {
 
   const char* op;
   uint64_t seq;
+  /** Phases call MPI's blocking functions instead of posting requests. */
+  bool blocking;
   InFlight flight;
   std::vector<MPI_Request> requests;
   std::deque<std::function<void(WorkState&)>> phases;

@@ -1,0 +1,104 @@
+// all_reduce bus bandwidth, 4 KiB to 64 MiB of float32: tpf::dist in MPI's
+// order (fast) and in the canonical order, against raw MPI_Allreduce on the
+// same buffer. Under mpirun; rank 0 reports, in Google Benchmark's formats:
+//   mpirun -np 2 tapeflow_bench_dist --benchmark_repetitions=5
+// Random interleaving is refused: each rank would shuffle the cases its own
+// way and the collectives would not pair up.
+// busbw = algbw * 2(N-1)/N, nccl-tests' definition: comparable across N.
+// Every rank must run the same iterations, so each case fixes its count.
+#include <benchmark/benchmark.h>
+#include <mpi.h>
+
+#include <cstdio>
+#include <string>
+
+#include "tapeflow/dist.hpp"
+#include "tapeflow/tapeflow.hpp"
+
+namespace tpf = tapeflow;
+namespace dist = tpf::dist;
+
+namespace {
+
+void report(benchmark::State& state, int64_t bytes) {
+  const int n = dist::world().size();
+  const double moved = static_cast<double>(bytes) * state.iterations();
+  state.SetBytesProcessed(static_cast<int64_t>(moved));  // algbw
+  state.counters["busbw"] =
+      benchmark::Counter(moved * 2.0 * (n - 1) / n, benchmark::Counter::kIsRate,
+                         benchmark::Counter::kIs1024);
+  state.counters["ranks"] = n;
+}
+
+void BM_allreduce_mpi(benchmark::State& state) {
+  const int64_t count = state.range(0) / 4;
+  const auto t = tpf::ones({count});
+  auto* data = t.data<float>();
+  for (auto _ : state)
+    MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(count), MPI_FLOAT,
+                  MPI_SUM, MPI_COMM_WORLD);
+  report(state, state.range(0));
+}
+
+void BM_allreduce(benchmark::State& state, dist::Order order) {
+  const auto t = tpf::ones({state.range(0) / 4});
+  auto& w = dist::world();
+  for (auto _ : state) w.all_reduce(t, dist::ReduceOp::sum, order);
+  report(state, state.range(0));
+}
+
+/** Enough iterations for about 50 ms at 2 GB/s, the same on every rank. */
+int64_t iterations(int64_t bytes) {
+  return std::clamp<int64_t>(100'000'000 / (bytes + 40'000), 4, 2000);
+}
+
+void register_all() {
+  for (int64_t bytes = 4 << 10; bytes <= 64 << 20; bytes *= 4) {
+    const int64_t iters = iterations(bytes);
+    benchmark::RegisterBenchmark("allreduce/mpi", BM_allreduce_mpi)
+        ->Arg(bytes)
+        ->Iterations(iters)
+        ->UseRealTime();
+    benchmark::RegisterBenchmark("allreduce/fast", BM_allreduce,
+                                 dist::Order::fast)
+        ->Arg(bytes)
+        ->Iterations(iters)
+        ->UseRealTime();
+    benchmark::RegisterBenchmark("allreduce/canonical", BM_allreduce,
+                                 dist::Order::canonical)
+        ->Arg(bytes)
+        ->Iterations(iters)
+        ->UseRealTime();
+  }
+}
+
+/** Ranks other than 0 run every case but print nothing. */
+class Silent : public benchmark::BenchmarkReporter {
+ public:
+  bool ReportContext(const Context&) override { return true; }
+  void ReportRuns(const std::vector<Run>&) override {}
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]).find("random_interleaving=t") !=
+        std::string::npos) {
+      std::fprintf(stderr,
+                   "tapeflow_bench_dist: random interleaving would "
+                   "order the cases differently on each rank\n");
+      return 2;
+    }
+  dist::init();
+  register_all();
+  benchmark::Initialize(&argc, argv);
+  if (dist::world().rank() == 0) {
+    benchmark::RunSpecifiedBenchmarks();
+  } else {
+    Silent silent;
+    benchmark::RunSpecifiedBenchmarks(&silent);
+  }
+  benchmark::Shutdown();
+  return 0;
+}
