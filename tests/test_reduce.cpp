@@ -220,3 +220,23 @@ TEST_CASE("degenerate inputs: OpCase rows") {
   };
   for (const auto& c : cases) testing::run_op_case(c);
 }
+
+TEST_CASE("a full reduction gives the same bits at every thread count") {
+  // Fixed blocks folded in order (distributed determinism compares runs
+  // whose thread counts may differ). 1 << 20 elements: 32 blocks.
+  const int before = tpf::config::intra_op_threads();
+  const auto x = tpf::stateless_random_normal({1 << 20}, 7);
+  std::vector<float> sums, maxes;
+  for (int threads : {1, 2, 3}) {
+    tpf::config::set_intra_op_threads(threads);
+    sums.push_back(tpf::sum(x).item<float>());
+    maxes.push_back(tpf::max(x).item<float>());
+  }
+  tpf::config::set_intra_op_threads(before);
+  CHECK(sums[0] == sums[1]);
+  CHECK(sums[0] == sums[2]);
+  CHECK(maxes[0] == maxes[2]);
+  // And it is a sum: float64 over the same values agrees to float rounding.
+  CHECK(sums[0] == doctest::Approx(tpf::sum(x.cast(tpf::float64)).item<double>())
+                       .epsilon(1e-5));
+}

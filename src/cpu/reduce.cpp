@@ -213,11 +213,17 @@ void reduce_kernel(const ReduceOp& op, const Tensor& input, Tensor& out) {
     for_each_offset(s.kept_shape, s.kept_strides,
                     [&](int64_t k, int64_t off) { base[k] = off; });
     if (K == 1 && N > kParallelGrain) {
-      const int threads = config::intra_op_threads();
-      std::vector<T> partial(threads, R::identity());
-      parallel_for(N, kParallelGrain, [&](int64_t b, int64_t e) {
-        partial[omp_get_thread_num()] =
-            reduce_run<T, R>(in + base[0] + b, e - b);
+      // Fixed blocks folded in order: the sum depends on N only, not on the
+      // thread count, so runs with different intra_op_threads agree bit for
+      // bit (distributed determinism relies on it).
+      const int64_t blocks = (N + kParallelGrain - 1) / kParallelGrain;
+      std::vector<T> partial(static_cast<size_t>(blocks));
+      parallel_for(blocks, 1, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) {
+          const int64_t begin = i * kParallelGrain;
+          partial[i] = reduce_run<T, R>(in + base[0] + begin,
+                                        std::min(kParallelGrain, N - begin));
+        }
       });
       T acc = R::identity();
       for (T p : partial) acc = R::combine(acc, p);
