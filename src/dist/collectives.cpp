@@ -183,7 +183,8 @@ Tensor Communicator::all_gather(const Tensor& t) {
   return start_all_gather(t, true).result();
 }
 
-Tensor Communicator::reduce_scatter(const Tensor& t, ReduceOp op, Order order) {
+Work Communicator::start_reduce_scatter(const Tensor& t, ReduceOp op,
+                                        Order order, bool blocking) {
   constexpr const char* kOp = "reduce_scatter";
   CommState& c = *state_;
   detail::check_defined(t, kOp);
@@ -202,26 +203,46 @@ Tensor Communicator::reduce_scatter(const Tensor& t, ReduceOp op, Order order) {
   dims[0] /= c.size;
   const Tensor out = empty_tensor(Shape(dims), t.dtype(), Device::cpu(), kOp);
   const int64_t block = n / c.size;
+  const int count = static_cast<int>(block);
   const DType dt = t.dtype();
   const MPI_Datatype type = detail::mpi_type(dt);
-  detail::InFlight flight(kOp, ++c.seq);
+  auto w = std::make_shared<WorkState>(kOp, ++c.seq, blocking);
   if (c.size == 1 || block == 0) {
     if (block > 0) std::memcpy(bytes(out), v.data(), block * itemsize(dt));
   } else if (order == Order::fast) {
+    const MPI_Op mop = mpi_op(op, dt);
     detail::check_mpi(
-        MPI_Reduce_scatter_block(v.data(), bytes(out), static_cast<int>(block),
-                                 type, mpi_op(op, dt), c.comm),
+        blocking ? MPI_Reduce_scatter_block(v.data(), bytes(out), count, type,
+                                            mop, c.comm)
+                 : MPI_Ireduce_scatter_block(v.data(), bytes(out), count, type,
+                                             mop, c.comm, w->request()),
         kOp);
   } else {
     const Tensor gathered = empty_tensor(Shape{n}, dt, Device::cpu(), kOp);
     detail::check_mpi(
-        MPI_Alltoall(v.data(), static_cast<int>(block), type, bytes(gathered),
-                     static_cast<int>(block), type, c.comm),
+        blocking ? MPI_Alltoall(v.data(), count, type, bytes(gathered), count,
+                                type, c.comm)
+                 : MPI_Ialltoall(v.data(), count, type, bytes(gathered), count,
+                                 type, c.comm, w->request()),
         kOp);
-    fold_blocks(gathered, bytes(out), block, c.size, op);
+    w->phases.push_back([gathered, out, block, op, ranks = c.size](WorkState&) {
+      fold_blocks(gathered, bytes(out), block, ranks, op);
+    });
   }
-  detail::finish(dt, op, bytes(out), block, c.size);
-  return out.to(t.device());
+  w->phases.push_back(
+      [v, out, block, op, ranks = c.size, device = t.device()](WorkState& w) {
+        detail::finish(out.dtype(), op, bytes(out), block, ranks);
+        w.result = out.to(device);
+      });
+  return Work(std::move(w));
+}
+
+Tensor Communicator::reduce_scatter(const Tensor& t, ReduceOp op, Order order) {
+  return start_reduce_scatter(t, op, order, true).result();
+}
+Work Communicator::reduce_scatter_async(const Tensor& t, ReduceOp op,
+                                        Order order) {
+  return start_reduce_scatter(t, op, order, false);
 }
 
 }  // namespace tapeflow::dist

@@ -72,6 +72,14 @@ void Communicator::barrier() {
   if (c.size > 1) detail::check_mpi(MPI_Barrier(c.comm), "barrier");
 }
 
+Work Communicator::barrier_async() {
+  CommState& c = *state_;
+  auto w = std::make_shared<WorkState>("barrier", ++c.seq, false);
+  if (c.size > 1)
+    detail::check_mpi(MPI_Ibarrier(c.comm, w->request()), "barrier");
+  return Work(std::move(w));
+}
+
 void Communicator::send(const Tensor& t, int dst, int tag) {
   constexpr const char* kOp = "send";
   CommState& c = *state_;
@@ -85,6 +93,36 @@ void Communicator::send(const Tensor& t, int dst, int tag) {
       MPI_Send(v.data(), n, detail::mpi_type(t.dtype()), dst, tag, c.comm),
       kOp);
 }
+
+Work Communicator::send_async(const Tensor& t, int dst, int tag) {
+  constexpr const char* kOp = "send";
+  CommState& c = *state_;
+  detail::check_defined(t, kOp);
+  detail::check_peer(dst, c.size, c.rank, true, kOp, "destination");
+  const int n = detail::mpi_count(t.numel(), kOp);
+  NoGradGuard no_grad;
+  const HostView v = detail::host_view(t, kOp, false);
+  auto w = std::make_shared<WorkState>(kOp, ++c.seq, false);
+  w->result = t;
+  detail::check_mpi(MPI_Isend(v.data(), n, detail::mpi_type(t.dtype()), dst,
+                              tag, c.comm, w->request()),
+                    kOp);
+  w->phases.push_back([v](WorkState&) {});  // keeps the buffer until done
+  return Work(std::move(w));
+}
+
+namespace {
+
+DistError size_mismatch(const Tensor& t, int src, int tag, int64_t bytes) {
+  const int64_t expected =
+      t.numel() * static_cast<int64_t>(itemsize(t.dtype()));
+  return op_error<DistError>("recv", "expected ", expected, " bytes (",
+                             t.numel(), " ", dtype_name(t.dtype()),
+                             ") from rank ", src, " (tag ", tag, "), got ",
+                             bytes);
+}
+
+}  // namespace
 
 void Communicator::recv(const Tensor& t, int src, int tag) {
   constexpr const char* kOp = "recv";
@@ -100,18 +138,41 @@ void Communicator::recv(const Tensor& t, int src, int tag) {
   detail::check_mpi(MPI_Mprobe(src, tag, c.comm, &message, &status), kOp);
   int bytes = 0;
   MPI_Get_count(&status, MPI_BYTE, &bytes);
-  const int64_t expected = int64_t{n} * itemsize(t.dtype());
-  if (bytes != expected) {
+  if (bytes != int64_t{n} * static_cast<int64_t>(itemsize(t.dtype()))) {
     std::vector<char> drained(static_cast<size_t>(bytes));
     MPI_Mrecv(drained.data(), bytes, MPI_BYTE, &message, MPI_STATUS_IGNORE);
-    throw op_error<DistError>(kOp, "expected ", expected, " bytes (", n, " ",
-                              dtype_name(t.dtype()), ") from rank ", src,
-                              " (tag ", tag, "), got ", bytes);
+    throw size_mismatch(t, src, tag, bytes);
   }
   const HostView v = detail::host_view(t, kOp, true);
   detail::check_mpi(MPI_Mrecv(v.data(), n, type, &message, MPI_STATUS_IGNORE),
                     kOp);
   detail::write_back(v, kOp);
+}
+
+Work Communicator::recv_async(const Tensor& t, int src, int tag) {
+  constexpr const char* kOp = "recv";
+  CommState& c = *state_;
+  detail::check_defined(t, kOp);
+  detail::check_peer(src, c.size, c.rank, true, kOp, "source");
+  const int n = detail::mpi_count(t.numel(), kOp);
+  NoGradGuard no_grad;
+  const HostView v = detail::host_view(t, kOp, true);
+  auto w = std::make_shared<WorkState>(kOp, ++c.seq, false);
+  w->result = t;
+  // A longer message fails as MPI's truncation error; a shorter one is
+  // caught from the status.
+  detail::check_mpi(MPI_Irecv(v.data(), n, detail::mpi_type(t.dtype()), src,
+                              tag, c.comm, w->request()),
+                    kOp);
+  w->phases.push_back([v, src, tag](WorkState& w) {
+    int bytes = 0;
+    MPI_Get_count(&w.statuses[0], MPI_BYTE, &bytes);
+    if (bytes !=
+        v.host.numel() * static_cast<int64_t>(itemsize(v.host.dtype())))
+      throw size_mismatch(v.host, src, tag, bytes);
+    detail::write_back(v, "recv");
+  });
+  return Work(std::move(w));
 }
 
 Communicator Communicator::split(int color, int key) const {

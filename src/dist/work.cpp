@@ -10,10 +10,11 @@ bool advance(WorkState& w, bool block) {
     if (!w.requests.empty()) {
       int complete = 1;
       const int n = static_cast<int>(w.requests.size());
+      w.statuses.resize(w.requests.size());
       const int rc =
-          block ? MPI_Waitall(n, w.requests.data(), MPI_STATUSES_IGNORE)
-                : MPI_Testall(n, w.requests.data(), &complete,
-                              MPI_STATUSES_IGNORE);
+          block
+              ? MPI_Waitall(n, w.requests.data(), w.statuses.data())
+              : MPI_Testall(n, w.requests.data(), &complete, w.statuses.data());
       if (rc != MPI_SUCCESS) {
         w.done = true;
         w.flight.end();

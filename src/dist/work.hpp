@@ -34,6 +34,9 @@ struct WorkState {
   bool blocking;
   InFlight flight;
   std::vector<MPI_Request> requests;
+  /** The statuses of the requests that completed last (recv reads its count).
+   */
+  std::vector<MPI_Status> statuses;
   std::deque<std::function<void(WorkState&)>> phases;
   Tensor result;
   bool done = false;

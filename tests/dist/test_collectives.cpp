@@ -181,6 +181,8 @@ TEST_CASE("broadcast, all_gather and reduce_scatter") {
         serial<double>(n, 4 * n, tpf::float64, dist::ReduceOp::sum);
     const std::vector<double> want(full.begin() + 4 * w.rank(),
                                    full.begin() + 4 * w.rank() + 4);
+    auto async = w.reduce_scatter_async(t, dist::ReduceOp::sum, order);
+    CHECK(bitwise_equal(async.result(), part.to_vector<double>()));
     if (order == dist::Order::canonical)
       CHECK(bitwise_equal(part, want));
     else
@@ -213,6 +215,16 @@ TEST_CASE("send and recv around a ring; a size mismatch names both sizes") {
   }
   CHECK(in.to_vector<int32_t>() ==
         input(prev, 5, tpf::int32).to_vector<int32_t>());
+
+  // The nonblocking twins: both directions posted at once, any order.
+  const auto in2 = tpf::zeros({5}, tpf::int32);
+  auto receiving = w.recv_async(in2, prev, 8);
+  auto sending = w.send_async(out, next, 8);
+  sending.wait();
+  CHECK(receiving.result().is_same(in2));
+  CHECK(in2.to_vector<int32_t>() ==
+        input(prev, 5, tpf::int32).to_vector<int32_t>());
+  w.barrier_async().wait();
 
   if (w.rank() == 0) w.send(tpf::zeros({3}), 1, 9);
   if (w.rank() == 1)

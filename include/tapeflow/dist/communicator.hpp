@@ -88,10 +88,18 @@ class Communicator {
   /** Reduces `t` (dimension 0 a multiple of N); rank k keeps block k. */
   Tensor reduce_scatter(const Tensor& t, ReduceOp op = ReduceOp::sum,
                         Order order = Order::fast);
+  Work reduce_scatter_async(const Tensor& t, ReduceOp op = ReduceOp::sum,
+                            Order order = Order::fast);
   void barrier();
-  /** Point to point; recv() fills `t`, whose size must be the sender's. */
+  Work barrier_async();
+  /**
+   * Point to point; recv() fills `t`, whose size must be the sender's (a
+   * DistError names both). `t` must stay unchanged until a send's Work ends.
+   */
   void send(const Tensor& t, int dst, int tag = 0);
   void recv(const Tensor& t, int src, int tag = 0);
+  Work send_async(const Tensor& t, int dst, int tag = 0);
+  Work recv_async(const Tensor& t, int src, int tag = 0);
   /** Ranks with the same color form a group, ordered by (key, rank). */
   Communicator split(int color, int key = 0) const;
 
@@ -104,6 +112,8 @@ class Communicator {
                         bool blocking);
   Work start_broadcast(const Tensor& t, int root, bool blocking);
   Work start_all_gather(const Tensor& t, bool blocking);
+  Work start_reduce_scatter(const Tensor& t, ReduceOp op, Order order,
+                            bool blocking);
 
   std::shared_ptr<detail::CommState> state_;
 };
