@@ -51,7 +51,10 @@ BucketPlan plan_buckets(const std::vector<Variable>& params,
     const int64_t size = p.numel() * static_cast<int64_t>(itemsize(p.dtype()));
     const int64_t cap =
         plan.members.size() <= 1 ? options.first_bytes : options.cap_bytes;
-    const bool open = !plan.members.empty() &&
+    // A gradient as large as the first bucket gains nothing from fusion: it
+    // gets a bucket of its own and is reduced where the tape left it.
+    const bool alone = size >= options.first_bytes;
+    const bool open = !plan.members.empty() && !alone &&
                       plan.dtypes.back() == p.dtype() && bytes + size <= cap;
     if (!open) {
       plan.members.emplace_back();
@@ -64,7 +67,7 @@ BucketPlan plan_buckets(const std::vector<Variable>& params,
     plan.offset_of[i] = plan.elements.back();
     plan.numel_of[i] = p.numel();
     plan.elements.back() += p.numel();
-    bytes += size;
+    bytes = alone ? options.cap_bytes : bytes + size;  // closes it
   }
   return plan;
 }
@@ -72,16 +75,40 @@ BucketPlan plan_buckets(const std::vector<Variable>& params,
 BucketStep::BucketStep(const BucketPlan& plan, Communicator& comm, Order order,
                        bool overlap)
     : plan_(plan), comm_(comm), order_(order), overlap_(overlap) {
-  for (size_t b = 0; b < plan.members.size(); ++b) {
-    flats_.push_back(empty_tensor(Shape{plan.elements[b]}, plan.dtypes[b],
-                                  Device::cpu(), kOp));
-    missing_.push_back(plan.members[b].size());
-  }
+  flats_.resize(plan.members.size());
+  for (const auto& members : plan.members) missing_.push_back(members.size());
   used_ = zeros({static_cast<int64_t>(plan.bucket_of.size())}, DType::int32);
 }
 
+namespace {
+
+/**
+ * A gradient a bucket of its own can reduce in place, saving a copy: the
+ * bucket's dtype, contiguous on the CPU, and the only tensor on its buffer
+ * (a broadcast or a view of another tensor would be written through).
+ */
+bool reducible_in_place(const Tensor& g, DType dtype) {
+  return g.defined() && g.dtype() == dtype && g.device() == Device::cpu() &&
+         g.is_contiguous() && g.offset() == 0 &&
+         g.impl()->storage.use_count() == 1;
+}
+
+}  // namespace
+
 void BucketStep::ready(size_t i, const Tensor& grad) {
   const size_t b = plan_.bucket_of[i];
+  if (grad.defined()) used_.data<int32_t>()[i] = 1;
+  if (!flats_[b].defined()) {
+    if (plan_.members[b].size() == 1 &&
+        reducible_in_place(grad, plan_.dtypes[b])) {
+      flats_[b] = grad;
+      --missing_[b];
+      if (overlap_) launch_full_buckets();
+      return;
+    }
+    flats_[b] = empty_tensor(Shape{plan_.elements[b]}, plan_.dtypes[b],
+                             Device::cpu(), kOp);
+  }
   const Tensor& flat = flats_[b];
   const size_t item = itemsize(flat.dtype());
   char* dst = static_cast<char*>(flat.raw_data()) + plan_.offset_of[i] * item;
@@ -91,7 +118,6 @@ void BucketStep::ready(size_t i, const Tensor& grad) {
     Tensor g = grad.dtype() == flat.dtype() ? grad : grad.cast(flat.dtype());
     g = materialize(g.to(Device::cpu()));
     std::memcpy(dst, g.raw_data(), bytes);
-    used_.data<int32_t>()[i] = 1;
   } else {
     std::memset(dst, 0, bytes);  // zeros: other ranks may have a gradient
   }

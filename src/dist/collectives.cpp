@@ -60,8 +60,12 @@ void fold_blocks(const Tensor& gathered, char* acc, int64_t count, int ranks,
   const DType dt = gathered.dtype();
   const size_t block = static_cast<size_t>(count) * itemsize(dt);
   const char* src = bytes(gathered);
-  if (block > 0) std::memcpy(acc, src, block);
-  for (int r = 1; r < ranks; ++r)
+  if (ranks == 1) {
+    if (block > 0) std::memcpy(acc, src, block);
+    return;
+  }
+  detail::fold_pair(dt, op, acc, src, src + block, count);
+  for (int r = 2; r < ranks; ++r)
     detail::fold_into(dt, op, acc, src + r * block, count);
 }
 

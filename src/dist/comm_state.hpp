@@ -25,6 +25,8 @@ void check_mpi(int rc, const char* op);
 MPI_Datatype mpi_type(DType dtype);
 /** MPI counts are int: larger messages are refused, not truncated. */
 int mpi_count(int64_t n, const char* op);
+/** Fills rank, size and the per-machine numbers of an MPI communicator. */
+void describe(CommState& c);
 /** Whether TAPEFLOW_DIST_DEBUG=1 asks for the cross-rank argument checks. */
 bool debug_checks();
 

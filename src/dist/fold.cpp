@@ -28,23 +28,23 @@ T combine(ReduceOp op, T a, T b) {
   return b < a ? b : a;
 }
 
+template <class T, ReduceOp Op>
+void fold_rows(T* out, const T* a, const T* b, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = combine(Op, a[i], b[i]);
+}
+
+/** out = a op b (out may be a): one switch per call, then a loop the
+ * compiler vectorizes. */
 template <class T>
-void fold_typed(ReduceOp op, T* acc, const T* x, int64_t n) {
-  // One switch per call, then a loop the compiler vectorizes.
+void fold_typed(ReduceOp op, T* out, const T* a, const T* b, int64_t n) {
   switch (op) {
     case ReduceOp::sum:
     case ReduceOp::mean:
-      for (int64_t i = 0; i < n; ++i)
-        acc[i] = combine(ReduceOp::sum, acc[i], x[i]);
-      return;
+      return fold_rows<T, ReduceOp::sum>(out, a, b, n);
     case ReduceOp::max:
-      for (int64_t i = 0; i < n; ++i)
-        acc[i] = combine(ReduceOp::max, acc[i], x[i]);
-      return;
+      return fold_rows<T, ReduceOp::max>(out, a, b, n);
     case ReduceOp::min:
-      for (int64_t i = 0; i < n; ++i)
-        acc[i] = combine(ReduceOp::min, acc[i], x[i]);
-      return;
+      return fold_rows<T, ReduceOp::min>(out, a, b, n);
   }
 }
 
@@ -56,11 +56,17 @@ void check_reducible(DType dtype, ReduceOp op, const char* what) {
                                "expected a numeric tensor for mean, got bool");
 }
 
-void fold_into(DType dtype, ReduceOp op, void* acc, const void* x, int64_t n) {
+void fold_pair(DType dtype, ReduceOp op, void* out, const void* a,
+               const void* b, int64_t n) {
   dispatch_all(dtype, [&](auto zero) {
     using T = decltype(zero);
-    fold_typed(op, static_cast<T*>(acc), static_cast<const T*>(x), n);
+    fold_typed(op, static_cast<T*>(out), static_cast<const T*>(a),
+               static_cast<const T*>(b), n);
   });
+}
+
+void fold_into(DType dtype, ReduceOp op, void* acc, const void* x, int64_t n) {
+  fold_pair(dtype, op, acc, acc, x, n);
 }
 
 void finish(DType dtype, ReduceOp op, void* acc, int64_t n, int ranks) {

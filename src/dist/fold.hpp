@@ -13,6 +13,9 @@ namespace tapeflow::dist::detail {
 
 /** acc[i] = acc[i] op x[i] for n elements of `dtype` (sum of bools: or). */
 void fold_into(DType dtype, ReduceOp op, void* acc, const void* x, int64_t n);
+/** out[i] = a[i] op b[i]: the first step of a fold, without a copy. */
+void fold_pair(DType dtype, ReduceOp op, void* out, const void* a,
+               const void* b, int64_t n);
 /** Mean's last step over `ranks` values; other ops leave acc alone. */
 void finish(DType dtype, ReduceOp op, void* acc, int64_t n, int ranks);
 /** DTypeError for combinations that mean nothing (the mean of bools). */

@@ -10,10 +10,6 @@
 
 namespace tapeflow::dist {
 
-namespace detail {
-void describe(CommState& c);
-}
-
 using detail::CommState;
 using detail::HostView;
 using detail::WorkState;

@@ -113,6 +113,28 @@ TEST_CASE("buckets follow the order the tape finalizes gradients") {
   }
 }
 
+TEST_CASE("a gradient as large as the first bucket is reduced on its own") {
+  auto& w = dist::world();
+  // 400 bytes >= the 100-byte first bucket: alone, reduced in place.
+  std::vector<tpf::Variable> ps = {tpf::Variable(tpf::full({10}, 1.0)),
+                                   tpf::Variable(tpf::full({100}, 1.0)),
+                                   tpf::Variable(tpf::full({10}, 1.0))};
+  dist::DistributedDataParallel ddp(
+      ps, {.bucket_cap_mb = 1e-3, .first_bucket_mb = 1e-4});
+  for (int step = 0; step < 2; ++step) {
+    tpf::GradientTape tape;
+    const auto a = tpf::sum(ps[0] * (1.0 + w.rank()));
+    const auto b = tpf::sum(ps[1] * (2.0 + w.rank()));
+    const auto loss = a + b + tpf::sum(ps[2]);
+    const auto grads = ddp.gradient(tape, loss);
+    const std::vector<std::vector<size_t>> want = {{2}, {1}, {0}};
+    CHECK(ddp.buckets() == want);
+    const double mean_rank = (w.size() - 1) / 2.0;
+    CHECK_CLOSE(grads[1], tpf::full({100}, 2.0 + mean_rank), 1e-6, 1e-6);
+    CHECK_CLOSE(grads[0], tpf::full({10}, 1.0 + mean_rank), 1e-6, 1e-6);
+  }
+}
+
 TEST_CASE(
     "unused parameters: undefined when no rank used one, zeros from the "
     "others") {

@@ -33,9 +33,10 @@ struct DataParallelOptions {
  * averaged over the ranks, ((g0 + g1) + ... + g(N-1)) * (1/N) in canonical
  * order. Gradients are packed into buckets in the order the tape finalizes
  * them (learned on the first step, rank 0's order used by all), and a full
- * bucket starts its reduction at once. A parameter no rank used has an
- * undefined gradient, as in one process; one some ranks used gets zeros
- * from the others.
+ * bucket starts its reduction at once. A gradient of first_bucket_mb or more
+ * is a bucket of its own, reduced in place without a copy. A parameter no rank
+ * used has an undefined gradient, as in one process; one some ranks used gets
+ * zeros from the others.
  */
 class DistributedDataParallel {
  public:
