@@ -9,6 +9,7 @@
 #include "dist/comm_state.hpp"
 #include "dist/fold.hpp"
 #include "dist/host_view.hpp"
+#include "dist/nccl.hpp"
 #include "dist/work.hpp"
 
 namespace tapeflow::dist {
@@ -117,9 +118,10 @@ Work Communicator::start_all_reduce(const Tensor& t, ReduceOp op, Order order,
   detail::check_agreement(c, kOp, n, t.dtype(), op_and_order(op, order),
                           "reduce op and order");
   NoGradGuard no_grad;
-  const HostView v = detail::host_view(t, kOp, true);
   auto w = std::make_shared<WorkState>(kOp, ++c.seq, blocking);
   w->result = t;
+  if (detail::nccl_all_reduce(c, t, op, order)) return Work(std::move(w));
+  const HostView v = detail::host_view(t, kOp, true);
   if (c.size > 1 && n > 0) {
     const MPI_Datatype type = detail::mpi_type(t.dtype());
     const int count = static_cast<int>(n);
@@ -156,12 +158,17 @@ Work Communicator::start_all_gather(const Tensor& t, bool blocking) {
   detail::mpi_count(n * c.size, kOp);
   detail::check_agreement(c, kOp, n, t.dtype(), 0, "argument");
   NoGradGuard no_grad;
-  const HostView v = detail::host_view(t, kOp, false);
   std::vector<int64_t> dims(t.shape().begin(), t.shape().end());
   if (dims.empty()) dims.push_back(1);
   dims[0] *= c.size;
-  const Tensor out = empty_tensor(Shape(dims), t.dtype(), Device::cpu(), kOp);
   auto w = std::make_shared<WorkState>(kOp, ++c.seq, blocking);
+  Tensor on_device = empty_tensor(Shape(dims), t.dtype(), t.device(), kOp);
+  if (detail::nccl_all_gather(c, t, on_device)) {
+    w->result = on_device;
+    return Work(std::move(w));
+  }
+  const HostView v = detail::host_view(t, kOp, false);
+  const Tensor out = empty_tensor(Shape(dims), t.dtype(), Device::cpu(), kOp);
   if (c.size == 1) {
     if (n > 0) std::memcpy(bytes(out), v.data(), n * itemsize(t.dtype()));
   } else {

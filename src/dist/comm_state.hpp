@@ -17,6 +17,10 @@ struct CommState {
   int rank = 0, size = 1, local_rank = 0, local_size = 1;
   /** Collectives issued on this group; the watchdog and checks name it. */
   uint64_t seq = 0;
+  /** NCCL for CUDA tensors: 0 not tried yet, 1 ready, -1 host buffers. */
+  int nccl_state = 0;
+  void* nccl_comm = nullptr;
+  int nccl_device = -1;
   ~CommState();
 };
 

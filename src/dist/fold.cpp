@@ -1,36 +1,14 @@
 #include "dist/fold.hpp"
 
-#include <cmath>
-
 #include "core/dtype_dispatch.hpp"
+#include "dist/fold_math.hpp"
 
 namespace tapeflow::dist::detail {
 namespace {
 
-template <class T>
-T combine(ReduceOp op, T a, T b) {
-  switch (op) {
-    case ReduceOp::sum:
-    case ReduceOp::mean:
-      if constexpr (std::is_same_v<T, uint8_t>)
-        return static_cast<T>(a | b);
-      else
-        return a + b;
-    case ReduceOp::max:
-      if constexpr (std::is_floating_point_v<T>)
-        if (std::isnan(a) || std::isnan(b)) return a + b;  // NaN wins
-      return b > a ? b : a;
-    case ReduceOp::min:
-      break;
-  }
-  if constexpr (std::is_floating_point_v<T>)
-    if (std::isnan(a) || std::isnan(b)) return a + b;
-  return b < a ? b : a;
-}
-
 template <class T, ReduceOp Op>
 void fold_rows(T* out, const T* a, const T* b, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) out[i] = combine(Op, a[i], b[i]);
+  for (int64_t i = 0; i < n; ++i) out[i] = combine<Op>(a[i], b[i]);
 }
 
 /** out = a op b (out may be a): one switch per call, then a loop the
@@ -74,12 +52,7 @@ void finish(DType dtype, ReduceOp op, void* acc, int64_t n, int ranks) {
   dispatch_all(dtype, [&](auto zero) {
     using T = decltype(zero);
     T* a = static_cast<T*>(acc);
-    if constexpr (std::is_floating_point_v<T>) {
-      const T scale = T(1) / T(ranks);
-      for (int64_t i = 0; i < n; ++i) a[i] = a[i] * scale;
-    } else if constexpr (!std::is_same_v<T, uint8_t>) {
-      for (int64_t i = 0; i < n; ++i) a[i] = static_cast<T>(a[i] / ranks);
-    }
+    for (int64_t i = 0; i < n; ++i) a[i] = mean_of(a[i], ranks);
   });
 }
 

@@ -6,6 +6,7 @@
 #include "dist/agreement.hpp"
 #include "dist/comm_state.hpp"
 #include "dist/host_view.hpp"
+#include "dist/nccl.hpp"
 #include "dist/work.hpp"
 
 namespace tapeflow::dist {
@@ -39,9 +40,10 @@ Work Communicator::start_broadcast(const Tensor& t, int root, bool blocking) {
   detail::check_agreement(c, kOp, n, t.dtype(), root, "root");
   NoGradGuard no_grad;
   const bool receives = c.rank != root;
-  const HostView v = detail::host_view(t, kOp, receives);
   auto w = std::make_shared<WorkState>(kOp, ++c.seq, blocking);
   w->result = t;
+  if (detail::nccl_broadcast(c, t, root)) return Work(std::move(w));
+  const HostView v = detail::host_view(t, kOp, receives);
   const MPI_Datatype type = detail::mpi_type(t.dtype());
   const int count = static_cast<int>(n);
   if (c.size > 1 && n > 0)
