@@ -6,6 +6,7 @@
 #include "core/op_error.hpp"
 #include "dist/host_view.hpp"
 #include "tapeflow/creation.hpp"
+#include "tapeflow/ops/shape.hpp"
 
 namespace tapeflow::dist::detail {
 namespace {
@@ -55,10 +56,12 @@ BucketPlan plan_buckets(const std::vector<Variable>& params,
     // gets a bucket of its own and is reduced where the tape left it.
     const bool alone = size >= options.first_bytes;
     const bool open = !plan.members.empty() && !alone &&
-                      plan.dtypes.back() == p.dtype() && bytes + size <= cap;
+                      plan.dtypes.back() == p.dtype() &&
+                      plan.devices.back() == p.device() && bytes + size <= cap;
     if (!open) {
       plan.members.emplace_back();
       plan.dtypes.push_back(p.dtype());
+      plan.devices.push_back(p.device());
       plan.elements.push_back(0);
       bytes = 0;
     }
@@ -87,8 +90,8 @@ namespace {
  * bucket's dtype, contiguous on the CPU, and the only tensor on its buffer
  * (a broadcast or a view of another tensor would be written through).
  */
-bool reducible_in_place(const Tensor& g, DType dtype) {
-  return g.defined() && g.dtype() == dtype && g.device() == Device::cpu() &&
+bool reducible_in_place(const Tensor& g, DType dtype, Device device) {
+  return g.defined() && g.dtype() == dtype && g.device() == device &&
          g.is_contiguous() && g.offset() == 0 &&
          g.impl()->storage.use_count() == 1;
 }
@@ -100,26 +103,37 @@ void BucketStep::ready(size_t i, const Tensor& grad) {
   if (grad.defined()) used_.data<int32_t>()[i] = 1;
   if (!flats_[b].defined()) {
     if (plan_.members[b].size() == 1 &&
-        reducible_in_place(grad, plan_.dtypes[b])) {
+        reducible_in_place(grad, plan_.dtypes[b], plan_.devices[b])) {
       flats_[b] = grad;
       --missing_[b];
       if (overlap_) launch_full_buckets();
       return;
     }
     flats_[b] = empty_tensor(Shape{plan_.elements[b]}, plan_.dtypes[b],
-                             Device::cpu(), kOp);
+                             plan_.devices[b], kOp);
   }
   const Tensor& flat = flats_[b];
-  const size_t item = itemsize(flat.dtype());
-  char* dst = static_cast<char*>(flat.raw_data()) + plan_.offset_of[i] * item;
-  const size_t bytes = static_cast<size_t>(plan_.numel_of[i]) * item;
-  if (grad.defined()) {
-    NoGradGuard no_grad;
-    Tensor g = grad.dtype() == flat.dtype() ? grad : grad.cast(flat.dtype());
-    g = materialize(g.to(Device::cpu()));
-    std::memcpy(dst, g.raw_data(), bytes);
+  NoGradGuard no_grad;
+  if (flat.device() != Device::cpu()) {
+    // A GPU bucket: filled by the device's own copy kernel.
+    const Shape shape{plan_.numel_of[i]};
+    const Tensor slot = make_view(flat, shape, contiguous_strides(shape),
+                                  flat.offset() + plan_.offset_of[i]);
+    write_into(slot,
+               grad.defined() ? reshape(grad.to(flat.device()), shape)
+                              : zeros(shape, flat.dtype(), flat.device()),
+               kOp);
   } else {
-    std::memset(dst, 0, bytes);  // zeros: other ranks may have a gradient
+    const size_t item = itemsize(flat.dtype());
+    char* dst = static_cast<char*>(flat.raw_data()) + plan_.offset_of[i] * item;
+    const size_t bytes = static_cast<size_t>(plan_.numel_of[i]) * item;
+    if (grad.defined()) {
+      Tensor g = grad.dtype() == flat.dtype() ? grad : grad.cast(flat.dtype());
+      g = materialize(g.to(Device::cpu()));
+      std::memcpy(dst, g.raw_data(), bytes);
+    } else {
+      std::memset(dst, 0, bytes);  // zeros: other ranks may have a gradient
+    }
   }
   --missing_[b];
   if (overlap_) launch_full_buckets();
@@ -159,7 +173,7 @@ std::vector<Tensor> BucketStep::finish(const std::vector<Variable>& params) {
     const Shape& shape = params[i].shape();
     const Tensor g = make_view(flats_[plan_.bucket_of[i]], shape,
                                contiguous_strides(shape), plan_.offset_of[i]);
-    out[i] = g.to(params[i].device());
+    out[i] = g;  // the bucket is on the parameter's device
   }
   return out;
 }

@@ -18,10 +18,12 @@ struct BucketOptions {
 struct BucketPlan {
   std::vector<std::vector<size_t>> members;  // parameter indices, in order
   std::vector<DType> dtypes;                 // one dtype per bucket
-  std::vector<int64_t> elements;             // per bucket
-  std::vector<size_t> bucket_of;             // per parameter
-  std::vector<int64_t> offset_of;            // per parameter, in elements
-  std::vector<int64_t> numel_of;             // per parameter
+  std::vector<Device> devices;               // and one device: the params'
+
+  std::vector<int64_t> elements;   // per bucket
+  std::vector<size_t> bucket_of;   // per parameter
+  std::vector<int64_t> offset_of;  // per parameter, in elements
+  std::vector<int64_t> numel_of;   // per parameter
 };
 
 /**

@@ -2,7 +2,8 @@
 
 #include <dlfcn.h>
 
-#include <mutex>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "core/creation_internal.hpp"
@@ -39,6 +40,21 @@ bool all_agree(CommState& c, bool mine, const char* op) {
   return ok == 1;
 }
 
+bool nccl_disabled() {
+  const char* v = std::getenv("TAPEFLOW_DIST_NCCL");
+  return v != nullptr && std::string(v) == "0";
+}
+
+/** NCCL is an optimization: where it cannot start, say so once and go on. */
+void fall_back(CommState& c, const std::string& why) {
+  c.nccl_state = -1;
+  if (c.rank == 0)
+    std::fprintf(stderr,
+                 "[dist] NCCL not used (%s): collectives on CUDA tensors go "
+                 "through host memory\n",
+                 why.c_str());
+}
+
 /** NCCL's communicator for `c` on `device`, started on first use. */
 void* nccl_comm(CommState& c, const Tensor& t, const char* op) {
   if (c.comm == MPI_COMM_NULL || t.device().type != DeviceType::cuda ||
@@ -46,9 +62,10 @@ void* nccl_comm(CommState& c, const Tensor& t, const char* op) {
     return nullptr;
   if (c.nccl_state == 0) {
     InFlight flight("nccl init", c.seq);
-    const TpfNcclApi* api = load_api();
+    const TpfNcclApi* api = nccl_disabled() ? nullptr : load_api();
     if (!all_agree(c, api != nullptr, op)) {
-      c.nccl_state = -1;
+      fall_back(c, nccl_disabled() ? "TAPEFLOW_DIST_NCCL=0"
+                                   : "libtapeflow_dist_nccl.so did not load");
       return nullptr;
     }
     // Rank 0 makes the id; byte 128 says whether it could.
@@ -56,16 +73,16 @@ void* nccl_comm(CommState& c, const Tensor& t, const char* op) {
     char err[256] = "";
     if (c.rank == 0) id[128] = api->unique_id(id, err, sizeof err) == 0;
     check_mpi(MPI_Bcast(id, 129, MPI_UNSIGNED_CHAR, 0, c.comm), op);
-    if (id[128] != 1)
-      throw op_error<DistError>(op,
-                                "expected NCCL to make its id on rank 0, "
-                                "got an error there ",
-                                c.rank == 0 ? err : "(see rank 0)");
+    if (id[128] != 1) {
+      fall_back(c, err);
+      return nullptr;
+    }
     void* comm =
         api->init(id, c.size, c.rank, t.device().index, err, sizeof err);
-    if (!all_agree(c, comm != nullptr, op))
-      throw op_error<DistError>(op, "expected NCCL to start on every rank, ",
-                                comm ? "another rank failed" : err);
+    if (!all_agree(c, comm != nullptr, op)) {
+      fall_back(c, comm ? "another rank could not start it" : err);
+      return nullptr;
+    }
     c.nccl_comm = comm;
     c.nccl_device = t.device().index;
     c.nccl_state = 1;
