@@ -127,11 +127,12 @@ void BucketStep::ready(size_t i, const Tensor& grad) {
     const size_t item = itemsize(flat.dtype());
     char* dst = static_cast<char*>(flat.raw_data()) + plan_.offset_of[i] * item;
     const size_t bytes = static_cast<size_t>(plan_.numel_of[i]) * item;
-    if (grad.defined()) {
+    // An empty parameter copies nothing (its buffer may be null).
+    if (bytes > 0 && grad.defined()) {
       Tensor g = grad.dtype() == flat.dtype() ? grad : grad.cast(flat.dtype());
       g = materialize(g.to(Device::cpu()));
       std::memcpy(dst, g.raw_data(), bytes);
-    } else {
+    } else if (bytes > 0) {
       std::memset(dst, 0, bytes);  // zeros: other ranks may have a gradient
     }
   }
