@@ -141,8 +141,11 @@ void BucketStep::ready(size_t i, const Tensor& grad) {
 }
 
 void BucketStep::launch_full_buckets() {
-  // Strictly in bucket order, so that every rank issues the same sequence.
+  // Strictly in bucket order, so that every rank issues the same sequence,
+  // and one at a time: a communicator has one nonblocking collective in
+  // flight (CommState::in_flight), so starting the next would wait here.
   while (launched_ < flats_.size() && missing_[launched_] == 0) {
+    if (!works_.empty() && !works_.back().test()) return;
     works_.push_back(
         comm_.all_reduce_async(flats_[launched_], ReduceOp::mean, order_));
     ++launched_;
@@ -150,8 +153,7 @@ void BucketStep::launch_full_buckets() {
 }
 
 void BucketStep::progress() {
-  for (Work& w : works_)
-    if (!w.test()) return;
+  launch_full_buckets();  // tests the reduction in flight, starts the next
 }
 
 std::vector<Tensor> BucketStep::finish(const std::vector<Variable>& params) {
@@ -160,7 +162,10 @@ std::vector<Tensor> BucketStep::finish(const std::vector<Variable>& params) {
     for (; launched_ < flats_.size() && missing_[launched_] == 0; ++launched_)
       comm_.all_reduce(flats_[launched_], ReduceOp::mean, order_);
   }
-  launch_full_buckets();
+  while (launched_ < flats_.size() && missing_[launched_] == 0) {
+    if (!works_.empty()) works_.back().wait();
+    launch_full_buckets();
+  }
   if (launched_ != flats_.size())
     throw op_error<ValueError>(kOp, "expected every parameter's gradient, ",
                                flats_.size() - launched_,

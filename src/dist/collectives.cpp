@@ -115,10 +115,12 @@ Work Communicator::start_all_reduce(const Tensor& t, ReduceOp op, Order order,
   detail::check_reducible(t.dtype(), op, kOp);
   const int64_t n = t.numel();
   detail::mpi_count(n, kOp);
+  detail::settle(c);
   detail::check_agreement(c, kOp, n, t.dtype(), op_and_order(op, order),
                           "reduce op and order");
   NoGradGuard no_grad;
   auto w = std::make_shared<WorkState>(kOp, ++c.seq, blocking);
+  detail::track(c, w);
   w->result = t;
   if (detail::nccl_all_reduce(c, t, op, order)) return Work(std::move(w));
   const HostView v = detail::host_view(t, kOp, true);
@@ -156,12 +158,14 @@ Work Communicator::start_all_gather(const Tensor& t, bool blocking) {
   detail::check_defined(t, kOp);
   const int64_t n = t.numel();
   detail::mpi_count(n * c.size, kOp);
+  detail::settle(c);
   detail::check_agreement(c, kOp, n, t.dtype(), 0, "argument");
   NoGradGuard no_grad;
   std::vector<int64_t> dims(t.shape().begin(), t.shape().end());
   if (dims.empty()) dims.push_back(1);
   dims[0] *= c.size;
   auto w = std::make_shared<WorkState>(kOp, ++c.seq, blocking);
+  detail::track(c, w);
   Tensor on_device = empty_tensor(Shape(dims), t.dtype(), t.device(), kOp);
   if (detail::nccl_all_gather(c, t, on_device)) {
     w->result = on_device;
@@ -206,6 +210,7 @@ Work Communicator::start_reduce_scatter(const Tensor& t, ReduceOp op,
                                t.shape().str());
   const int64_t n = t.numel();
   detail::mpi_count(n, kOp);
+  detail::settle(c);
   detail::check_agreement(c, kOp, n, t.dtype(), op_and_order(op, order),
                           "reduce op and order");
   NoGradGuard no_grad;
@@ -218,6 +223,7 @@ Work Communicator::start_reduce_scatter(const Tensor& t, ReduceOp op,
   const DType dt = t.dtype();
   const MPI_Datatype type = detail::mpi_type(dt);
   auto w = std::make_shared<WorkState>(kOp, ++c.seq, blocking);
+  detail::track(c, w);
   if (c.size == 1 || block == 0) {
     if (block > 0) std::memcpy(bytes(out), v.data(), block * itemsize(dt));
   } else if (order == Order::fast) {

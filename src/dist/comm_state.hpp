@@ -4,11 +4,14 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <memory>
 
 #include "tapeflow/core/dtype.hpp"
 #include "tapeflow/dist/communicator.hpp"
 
 namespace tapeflow::dist::detail {
+
+struct WorkState;
 
 struct CommState {
   /** MPI_COMM_NULL: a world of one in a process mpirun did not start. */
@@ -17,6 +20,14 @@ struct CommState {
   int rank = 0, size = 1, local_rank = 0, local_size = 1;
   /** Collectives issued on this group; the watchdog and checks name it. */
   uint64_t seq = 0;
+  /**
+   * The nonblocking collective still in flight, if any. MPI needs every rank
+   * to start its collectives in the same order, and a canonical all_reduce
+   * starts its allgather only when its alltoall is done, at a time that
+   * differs by rank: so a rank finishes this one before it starts the next
+   * collective (settle()), and the order is the program's on every rank.
+   */
+  std::weak_ptr<WorkState> in_flight;
   /** NCCL for CUDA tensors: 0 not tried yet, 1 ready, -1 host buffers. */
   int nccl_state = 0;
   void* nccl_comm = nullptr;

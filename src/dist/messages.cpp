@@ -37,10 +37,12 @@ Work Communicator::start_broadcast(const Tensor& t, int root, bool blocking) {
   detail::check_peer(root, c.size, c.rank, false, kOp, "root");
   const int64_t n = t.numel();
   detail::mpi_count(n, kOp);
+  detail::settle(c);
   detail::check_agreement(c, kOp, n, t.dtype(), root, "root");
   NoGradGuard no_grad;
   const bool receives = c.rank != root;
   auto w = std::make_shared<WorkState>(kOp, ++c.seq, blocking);
+  detail::track(c, w);
   w->result = t;
   if (detail::nccl_broadcast(c, t, root)) return Work(std::move(w));
   const HostView v = detail::host_view(t, kOp, receives);
@@ -66,13 +68,16 @@ void Communicator::broadcast(const Tensor& t, int root) {
 
 void Communicator::barrier() {
   CommState& c = *state_;
+  detail::settle(c);
   detail::InFlight flight("barrier", ++c.seq);
   if (c.size > 1) detail::check_mpi(MPI_Barrier(c.comm), "barrier");
 }
 
 Work Communicator::barrier_async() {
   CommState& c = *state_;
+  detail::settle(c);
   auto w = std::make_shared<WorkState>("barrier", ++c.seq, false);
+  detail::track(c, w);
   if (c.size > 1)
     detail::check_mpi(MPI_Ibarrier(c.comm, w->request()), "barrier");
   return Work(std::move(w));
@@ -179,6 +184,7 @@ Communicator Communicator::split(int color, int key) const {
     throw op_error<ValueError>(kOp, "expected a color >= 0, got ", color);
   auto out = std::make_shared<CommState>();
   if (state_->comm != MPI_COMM_NULL) {
+    detail::settle(*state_);
     detail::InFlight flight(kOp, ++state_->seq);
     detail::check_mpi(MPI_Comm_split(state_->comm, color, key, &out->comm),
                       kOp);

@@ -41,6 +41,17 @@ bool advance(WorkState& w, bool block) {
   return true;
 }
 
+void settle(CommState& c) {
+  if (auto w = c.in_flight.lock()) {
+    c.in_flight.reset();
+    advance(*w, true);
+  }
+}
+
+void track(CommState& c, const std::shared_ptr<WorkState>& w) {
+  if (!w->blocking) c.in_flight = w;
+}
+
 WorkState::~WorkState() {
   try {
     advance(*this, true);

@@ -45,4 +45,11 @@ struct WorkState {
 /** Runs phases whose requests are complete; with `block`, until the end. */
 bool advance(WorkState& w, bool block);
 
+struct CommState;
+/** Completes `c`'s nonblocking collective in flight: every collective calls
+ * this before it starts. */
+void settle(CommState& c);
+/** Records `w` as `c`'s collective in flight (nonblocking ones only). */
+void track(CommState& c, const std::shared_ptr<WorkState>& w);
+
 }  // namespace tapeflow::dist::detail

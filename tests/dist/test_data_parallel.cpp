@@ -62,7 +62,10 @@ TEST_CASE("5 steps of DDP equal simulate(N) bit for bit, in either overlap") {
   const int n = w.size();
   for (dist::Overlap overlap : {dist::Overlap::off, dist::Overlap::on}) {
     Net replica(1), reference(1);
-    dist::DistributedDataParallel ddp(replica.params, {.overlap = overlap});
+    // 100-byte buckets: several, each reduced as soon as it is full.
+    dist::DistributedDataParallel ddp(
+        replica.params,
+        {.bucket_cap_mb = 1e-4, .first_bucket_mb = 1e-4, .overlap = overlap});
     CHECK(ddp.overlaps() == (overlap == dist::Overlap::on));
     tpf::optim::Adam opt(1e-2), ref_opt(1e-2);
     for (int64_t step = 0; step < 5; ++step) {
@@ -78,6 +81,7 @@ TEST_CASE("5 steps of DDP equal simulate(N) bit for bit, in either overlap") {
           reference.params);
     }
     CHECK(ddp.steps() == 5);
+    CHECK(ddp.buckets().size() == 4);
     for (size_t i = 0; i < replica.params.size(); ++i) {
       CAPTURE(i);
       CHECK(bitwise_equal(replica.params[i], reference.params[i]));
