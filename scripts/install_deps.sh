@@ -13,6 +13,7 @@ packages=(
   libzip-dev zlib1g-dev        # tpf::io: .npz archives, gzipped IDX files
   libprotobuf-dev protobuf-compiler  # tpf::io: tf.train.Example records
   libopenmpi-dev openmpi-bin   # tpf::dist: launch, CPU collectives (mpirun)
+  nlohmann-json3-dev           # tpf::dist: ClusterSpec files
   python3-numpy                # tests/npz_numpy_check.py (skips without it)
   dataset-fashion-mnist        # /usr/share/datasets/fashion-mnist for the samples
 )

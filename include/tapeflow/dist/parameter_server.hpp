@@ -1,0 +1,92 @@
+#pragma once
+// Asynchronous training with parameter servers (TF 1's replica_device_setter
+// and ps tasks): each variable lives on one ps task, which holds its value
+// and its optimizer slots and applies every gradient a worker pushes, on
+// arrival. Workers keep local copies: pull() fetches the latest values,
+// push() sends gradients. Every task (ps ones included) creates the client
+// with the same variables; then the ps tasks join():
+//   tpf::dist::Server server(cluster, tpf::dist::task_from(argc, argv));
+//   tpf::dist::ParameterClient ps(server, {.staleness_bound = 4});
+//   ps.create(model.named_parameters(), [] { return make_unique<Adam>(1e-3);
+//   }); if (server.job_name() == "ps") return server.join(); for (...) {
+//   ps.pull(params); ...; ps.push(tape.gradient(loss, params)); } ps.done();
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tapeflow/dist/cluster.hpp"
+#include "tapeflow/optim/optimizer.hpp"
+
+namespace tapeflow::dist {
+
+using NamedVariables = std::vector<std::pair<std::string, Variable>>;
+using OptimizerFactory = std::function<std::unique_ptr<optim::Optimizer>()>;
+
+/** Which ps task holds each variable. */
+struct Placement {
+  enum class Kind { round_robin, greedy_bytes };
+  Kind kind = Kind::round_robin;
+  /** Variable i on ps task i % P (TF's default). */
+  static Placement round_robin() { return {Kind::round_robin}; }
+  /** Largest first, each onto the ps task holding the fewest bytes. */
+  static Placement greedy_bytes() { return {Kind::greedy_bytes}; }
+};
+
+struct PsOptions {
+  /**
+   * Stale synchronous parallel: a worker more than this many pushes ahead of
+   * the slowest one waits in pull() (-1: never waits).
+   */
+  int staleness_bound = -1;
+  /** A push computed on values older than this many updates is dropped
+   * (-1: never). */
+  int drop_stale_after = -1;
+};
+
+/** What a ps task saw; every worker's clock is its number of pushes. */
+struct PsStats {
+  int64_t applied = 0;        // pushes applied
+  int64_t dropped = 0;        // pushes dropped as too stale
+  int64_t max_clock_gap = 0;  // largest fastest-minus-slowest clock seen
+};
+
+namespace detail {
+struct PsState;
+}
+
+class ParameterClient {
+ public:
+  explicit ParameterClient(Server& server, PsOptions options = {});
+  ~ParameterClient();
+  ParameterClient(const ParameterClient&) = delete;
+  ParameterClient& operator=(const ParameterClient&) = delete;
+
+  /**
+   * Every task, the same variables in the same order. The chief's values
+   * are the start; the ps tasks make their optimizer with `make_optimizer`.
+   */
+  void create(const NamedVariables& variables,
+              const OptimizerFactory& make_optimizer,
+              Placement placement = Placement::round_robin());
+  /** Workers: the latest values into `params` (the created ones, in order). */
+  void pull(const std::vector<Variable>& params);
+  /** Workers: gradients for the created variables (undefined: skipped). */
+  void push(const std::vector<Tensor>& grads);
+  /** Workers: this one is finished; the ps tasks' join() ends after all. */
+  void done();
+
+  /** The ps task holding variable i. */
+  int owner(size_t i) const;
+  /** This worker's pushes so far. */
+  int64_t clock() const;
+  /** On a ps task, after join(): what it saw. */
+  PsStats stats() const;
+
+ private:
+  std::shared_ptr<detail::PsState> s_;
+};
+
+}  // namespace tapeflow::dist

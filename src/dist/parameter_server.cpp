@@ -1,0 +1,264 @@
+#include "tapeflow/dist/parameter_server.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+#include "core/creation_internal.hpp"
+#include "core/op_error.hpp"
+#include "dist/comm_state.hpp"
+#include "dist/ps_state.hpp"
+#include "dist/watchdog.hpp"
+
+namespace tapeflow::dist {
+namespace detail {
+
+PsState::~PsState() {
+  int finalized = 1;
+  MPI_Finalized(&finalized);
+  if (comm != MPI_COMM_NULL && !finalized) MPI_Comm_free(&comm);
+}
+
+std::vector<size_t> PsState::owned_by(int k) const {
+  std::vector<size_t> out;
+  for (size_t i = 0; i < owner.size(); ++i)
+    if (owner[i] == k) out.push_back(i);
+  return out;
+}
+
+std::vector<char> pack(const std::vector<Tensor>& values) {
+  size_t total = 0;
+  for (const Tensor& v : values)
+    total += size_t(v.numel()) * itemsize(v.dtype());
+  std::vector<char> out(total);
+  size_t at = 0;
+  for (const Tensor& v : values) {
+    const Tensor host = materialize(v.to(Device::cpu()));
+    const size_t bytes = size_t(v.numel()) * itemsize(v.dtype());
+    if (bytes > 0) std::memcpy(out.data() + at, host.raw_data(), bytes);
+    at += bytes;
+  }
+  return out;
+}
+
+void unpack_into(const std::vector<char>& bytes,
+                 const std::vector<Variable>& into, const char* op) {
+  size_t at = 0;
+  for (const Variable& v : into) {
+    const size_t n = size_t(v.numel()) * itemsize(v.dtype());
+    if (at + n > bytes.size())
+      throw op_error<DistError>(op, "expected ", at + n,
+                                " bytes of values, got ", bytes.size());
+    const Tensor value = empty_tensor(v.shape(), v.dtype(), Device::cpu(), op);
+    if (n > 0) std::memcpy(value.raw_data(), bytes.data() + at, n);
+    Variable(v).assign(value.to(v.device()));
+    at += n;
+  }
+  if (at != bytes.size())
+    throw op_error<DistError>(op, "expected ", at, " bytes of values, got ",
+                              bytes.size());
+}
+
+}  // namespace detail
+
+namespace {
+
+std::vector<int> place(const NamedVariables& vars, int num_ps, Placement p) {
+  std::vector<int> owner(vars.size());
+  if (p.kind == Placement::Kind::round_robin) {
+    for (size_t i = 0; i < vars.size(); ++i) owner[i] = int(i % num_ps);
+    return owner;
+  }
+  std::vector<size_t> order(vars.size());
+  std::iota(order.begin(), order.end(), 0);
+  const auto bytes = [&](size_t i) {
+    return vars[i].second.numel() * int64_t(itemsize(vars[i].second.dtype()));
+  };
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return bytes(a) > bytes(b); });
+  std::vector<int64_t> load(num_ps, 0);
+  for (size_t i : order) {
+    const int k =
+        int(std::min_element(load.begin(), load.end()) - load.begin());
+    owner[i] = k;
+    load[k] += bytes(i);
+  }
+  return owner;
+}
+
+void check_worker(const detail::PsState& s, const char* op) {
+  if (s.created.empty() && s.owner.empty())
+    throw op_error<ValueError>(op, "expected create() before ", op);
+  if (!s.server->local && s.server->task.job_name != "worker")
+    throw op_error<ValueError>(op, "expected a worker task, got ",
+                               s.server->task.job_name, " ",
+                               s.server->task.task_index);
+}
+
+}  // namespace
+
+ParameterClient::ParameterClient(Server& server, PsOptions options)
+    : s_(std::make_shared<detail::PsState>()) {
+  s_->server = server.state();
+  s_->options = options;
+  const ClusterSpec& c = server.cluster();
+  s_->num_ps = c.num_tasks("ps");
+  s_->num_workers = c.num_tasks("worker");
+  if (!server.is_local() && s_->num_ps == 0)
+    throw op_error<ValueError>("ParameterClient",
+                               "expected a cluster with a ps job");
+}
+
+ParameterClient::~ParameterClient() {
+  try {
+    if (s_->server->task.job_name == "worker" && !s_->owner.empty()) done();
+  } catch (const Error&) {
+    // The job is ending anyway; mpirun or the watchdog reports it.
+  }
+}
+
+void ParameterClient::create(const NamedVariables& variables,
+                             const OptimizerFactory& make_optimizer,
+                             Placement placement) {
+  constexpr const char* kOp = "create";
+  detail::PsState& s = *s_;
+  if (!s.owner.empty() || !s.created.empty())
+    throw op_error<ValueError>(kOp, "expected one create() per client");
+  for (const auto& [name, v] : variables) s.created.push_back(v);
+  if (s.server->local) {
+    s.optimizer = make_optimizer();
+    return;
+  }
+  s.owner = place(variables, s.num_ps, placement);
+  detail::check_mpi(MPI_Comm_dup(world().state()->comm, &s.comm), kOp);
+  const TaskSpec& task = s.server->task;
+  const int chief = s.worker_rank(0);
+  if (task.job_name == "ps") {
+    for (size_t i : s.owned_by(task.task_index))
+      s.shard.push_back(Variable(variables[i].second.cpu().contiguous()));
+    s.optimizer = make_optimizer();
+    s.optimizer->build(s.shard);
+    if (!s.shard.empty()) {
+      // The chief's values are the start.
+      MPI_Status status;
+      detail::InFlight flight(kOp, 0);
+      detail::check_mpi(MPI_Probe(chief, detail::kInit, s.comm, &status), kOp);
+      int bytes = 0;
+      MPI_Get_count(&status, MPI_BYTE, &bytes);
+      std::vector<char> values(size_t(bytes), 0);
+      detail::check_mpi(MPI_Recv(values.data(), bytes, MPI_BYTE, chief,
+                                 detail::kInit, s.comm, MPI_STATUS_IGNORE),
+                        kOp);
+      detail::unpack_into(values, s.shard, kOp);
+    }
+    std::weak_ptr<detail::PsState> weak = s_;
+    s.server->serve = [weak] {
+      if (auto state = weak.lock()) detail::serve(*state);
+    };
+  } else if (task.job_name == "worker" && task.task_index == 0) {
+    for (int k = 0; k < s.num_ps; ++k) {
+      std::vector<Tensor> values;
+      for (size_t i : s.owned_by(k)) values.push_back(s.created[i]);
+      if (values.empty()) continue;
+      const std::vector<char> bytes = detail::pack(values);
+      detail::check_mpi(
+          MPI_Send(bytes.data(), detail::mpi_count(int64_t(bytes.size()), kOp),
+                   MPI_BYTE, k, detail::kInit, s.comm),
+          kOp);
+    }
+  }
+}
+
+void ParameterClient::pull(const std::vector<Variable>& params) {
+  constexpr const char* kOp = "pull";
+  detail::PsState& s = *s_;
+  check_worker(s, kOp);
+  if (params.size() != s.created.size())
+    throw op_error<ValueError>(kOp, "expected ", s.created.size(),
+                               " variables (those created), got ",
+                               params.size());
+  if (s.server->local) return;  // the variables are the values
+  for (int k = 0; k < s.num_ps; ++k) {
+    const std::vector<size_t> mine = s.owned_by(k);
+    if (mine.empty()) continue;
+    detail::InFlight flight(kOp, uint64_t(s.clock));
+    detail::check_mpi(MPI_Send(nullptr, 0, MPI_BYTE, k, detail::kPull, s.comm),
+                      kOp);
+    MPI_Status status;
+    detail::check_mpi(MPI_Probe(k, detail::kValues, s.comm, &status), kOp);
+    int bytes = 0;
+    MPI_Get_count(&status, MPI_BYTE, &bytes);
+    std::vector<char> values(size_t(bytes), 0);
+    detail::check_mpi(MPI_Recv(values.data(), bytes, MPI_BYTE, k,
+                               detail::kValues, s.comm, MPI_STATUS_IGNORE),
+                      kOp);
+    std::vector<Variable> into;
+    for (size_t i : mine) into.push_back(params[i]);
+    detail::unpack_into(values, into, kOp);
+  }
+}
+
+void ParameterClient::push(const std::vector<Tensor>& grads) {
+  constexpr const char* kOp = "push";
+  detail::PsState& s = *s_;
+  check_worker(s, kOp);
+  if (grads.size() != s.created.size())
+    throw op_error<ValueError>(kOp, "expected ", s.created.size(),
+                               " gradients (one per variable), got ",
+                               grads.size());
+  for (size_t i = 0; i < grads.size(); ++i)
+    if (grads[i].defined() && !(grads[i].shape() == s.created[i].shape()))
+      throw op_error<ShapeError>(kOp, "expected gradient ", i, " of shape ",
+                                 s.created[i].shape().str(), ", got ",
+                                 grads[i].shape().str());
+  ++s.clock;
+  if (s.server->local) {
+    s.optimizer->apply_gradients(grads, s.created);
+    return;
+  }
+  for (int k = 0; k < s.num_ps; ++k) {
+    const std::vector<size_t> mine = s.owned_by(k);
+    if (mine.empty()) continue;
+    std::vector<char> msg;
+    std::vector<Tensor> defined;
+    for (size_t i : mine) {
+      msg.push_back(grads[i].defined());
+      if (grads[i].defined())
+        defined.push_back(grads[i].dtype() == s.created[i].dtype()
+                              ? grads[i]
+                              : grads[i].cast(s.created[i].dtype()));
+    }
+    const std::vector<char> bytes = detail::pack(defined);
+    msg.insert(msg.end(), bytes.begin(), bytes.end());
+    detail::InFlight flight(kOp, uint64_t(s.clock));
+    detail::check_mpi(
+        MPI_Send(msg.data(), detail::mpi_count(int64_t(msg.size()), kOp),
+                 MPI_BYTE, k, detail::kPush, s.comm),
+        kOp);
+  }
+}
+
+void ParameterClient::done() {
+  detail::PsState& s = *s_;
+  check_worker(s, "done");
+  if (s.done || s.server->local) return;
+  s.done = true;
+  for (int k = 0; k < s.num_ps; ++k)
+    detail::check_mpi(MPI_Send(nullptr, 0, MPI_BYTE, k, detail::kDone, s.comm),
+                      "done");
+}
+
+int ParameterClient::owner(size_t i) const {
+  if (i >= s_->created.size())
+    throw op_error<IndexError>("owner", "expected a variable index in [0, ",
+                               s_->created.size(), "), got ", i);
+  return s_->server->local ? 0 : s_->owner[i];
+}
+int64_t ParameterClient::clock() const {
+  return s_->clock;
+}
+PsStats ParameterClient::stats() const {
+  return s_->stats;
+}
+
+}  // namespace tapeflow::dist

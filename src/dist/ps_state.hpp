@@ -1,0 +1,48 @@
+#pragma once
+// A ParameterClient's state on every task, and the ps service loop. Ranks:
+// ps task k is MPI rank k, worker w is rank num_ps + w (ClusterSpec order).
+// Messages travel on a duplicate of the world communicator, so that they
+// never meet the program's own collectives.
+#include <mpi.h>
+
+#include <memory>
+#include <vector>
+
+#include "dist/server_state.hpp"
+#include "tapeflow/dist/parameter_server.hpp"
+
+namespace tapeflow::dist::detail {
+
+enum PsTag : int { kInit = 101, kPull, kValues, kPush, kDone };
+
+struct PsState {
+  std::shared_ptr<ServerState> server;
+  PsOptions options;
+  MPI_Comm comm = MPI_COMM_NULL;
+  int num_ps = 0, num_workers = 0;
+  std::vector<Variable> created;  // what create() was given (local copies)
+  std::vector<int> owner;         // per variable, its ps task
+  // On a ps task: the variables it holds and their optimizer.
+  std::vector<Variable> shard;
+  std::unique_ptr<optim::Optimizer> optimizer;
+  PsStats stats;
+  // On a worker.
+  int64_t clock = 0;
+  bool done = false;
+
+  ~PsState();
+  /** Indices of the variables ps task k holds, in order. */
+  std::vector<size_t> owned_by(int k) const;
+  int worker_rank(int w) const { return num_ps + w; }
+};
+
+/** The variables' bytes, one after another (host copies). */
+std::vector<char> pack(const std::vector<Tensor>& values);
+/** Writes consecutive values from `bytes` into each variable, in place. */
+void unpack_into(const std::vector<char>& bytes,
+                 const std::vector<Variable>& into, const char* op);
+
+/** Serves pulls and pushes until every worker has said done. */
+void serve(PsState& s);
+
+}  // namespace tapeflow::dist::detail

@@ -1,0 +1,157 @@
+// Parameter servers under mpirun: 1 ps + 2 workers (np 3) and 2 ps + 2
+// workers (np 4); ClusterSpec and the local server without mpirun.
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "support/check.hpp"
+#include "tapeflow/dist.hpp"
+
+namespace dist = tpf::dist;
+
+namespace {
+
+int num_ps() {
+  return dist::world().size() >= 4 ? 2 : 1;
+}
+bool cluster_run() {
+  return dist::world().size() >= 3;
+}
+
+/** The seeds' Y = 2X + 10, batch 16 per step, data by worker and step. */
+tpf::Tensor loss_of(const tpf::Variable& w, const tpf::Variable& b, int worker,
+                    int step) {
+  const auto x = tpf::stateless_random_uniform({16, 1}, 1000 * worker + step);
+  const auto y = x * 2.0 + 10.0;
+  return tpf::mean(tpf::nn::mean_squared_error(y, tpf::matmul(x, w) + b));
+}
+
+struct Trained {
+  tpf::Variable w{tpf::zeros({1, 1})}, b{tpf::zeros({1})};
+  dist::PsStats stats;
+  bool ps = false;
+};
+
+Trained train(dist::PsOptions options, int steps, bool sleepy_worker_1) {
+  dist::Server server(dist::ClusterSpec::from_world(num_ps()));
+  Trained t;
+  dist::ParameterClient client(server, options);
+  client.create({{"w", t.w}, {"b", t.b}},
+                [] { return std::make_unique<tpf::optim::SGD>(0.3); });
+  if (server.job_name() == "ps") {
+    server.join();
+    t.ps = true;
+    t.stats = client.stats();
+    return t;
+  }
+  const std::vector<tpf::Variable> params = {t.w, t.b};
+  for (int step = 0; step < steps; ++step) {
+    client.pull(params);
+    if (sleepy_worker_1 && server.task_index() == 1) usleep(2000);
+    tpf::GradientTape tape;
+    const auto loss = loss_of(t.w, t.b, server.task_index(), step);
+    client.push(tape.gradient(loss, {t.w, t.b}));
+  }
+  CHECK(client.clock() == steps);
+  client.pull(params);  // the values after this worker's last push
+  client.done();
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("ClusterSpec: JSON, flags, ranks; Server checks the flags") {
+  const std::string path =
+      "/tmp/tpf_cluster_" + std::to_string(getpid()) + ".json";
+  std::ofstream(path)
+      << R"({"worker": ["h2:2222", "h3:2222"], "ps": ["h1:2222"]})";
+  const auto c = dist::ClusterSpec::from_json(path);
+  std::remove(path.c_str());
+  CHECK(c.jobs() == std::vector<std::string>{"ps", "worker"});
+  CHECK(c.size() == 3);
+  CHECK(c.task_of_rank(0).job_name == "ps");
+  CHECK(c.task_of_rank(2).task_index == 1);
+  CHECK(c.rank_of({"worker", 0}) == 1);
+  const auto f = dist::ClusterSpec::from_flags("a:1,b:1", "c:1");
+  CHECK(f.num_tasks("ps") == 2);
+  CHECK(f.job_tasks("worker") == std::vector<std::string>{"c:1"});
+  CHECK_THROWS_AS(dist::ClusterSpec::from_json("/nonexistent.json"),
+                  tpf::IOError);
+  CHECK_THROWS_AS(c.rank_of({"worker", 2}), tpf::ValueError);
+
+  char prog[] = "train", a[] = "--job_name=worker", b[] = "--task_index",
+       d[] = "1";
+  char* argv[] = {prog, a, b, d};
+  const auto task = dist::task_from(4, argv);
+  CHECK(task.job_name == "worker");
+  CHECK(task.task_index == 1);
+  char bad[] = "--task_index=x";
+  char* argv2[] = {prog, bad};
+  CHECK_THROWS_AS(dist::task_from(2, argv2), tpf::ValueError);
+
+  if (!cluster_run()) return;
+  const auto cluster = dist::ClusterSpec::from_world(num_ps());
+  const auto mine = cluster.task_of_rank(dist::world().rank());
+  dist::Server server(cluster, mine);  // agreeing flags are fine
+  CHECK(server.is_chief() ==
+        (mine.job_name == "worker" && mine.task_index == 0));
+  testing::expect_error<tpf::ValueError>(
+      [&] {
+        dist::Server(cluster, {"ps", 7});
+      },
+      "[Server] expected --job_name=" + mine.job_name);
+}
+
+TEST_CASE("asynchronous training converges to W = 2, b = 10") {
+  if (!cluster_run()) return;
+  const Trained t = train({}, 150, false);
+  if (t.ps) {
+    CHECK(t.stats.applied == 2 * 150);
+    CHECK(t.stats.dropped == 0);
+    return;
+  }
+  CHECK(t.w.item<double>() == doctest::Approx(2.0).epsilon(0.05));
+  CHECK(t.b.item<double>() == doctest::Approx(10.0).epsilon(0.01));
+}
+
+TEST_CASE("a staleness bound holds the fast worker back") {
+  if (!cluster_run()) return;
+  const Trained t = train({.staleness_bound = 2}, 40, true);
+  if (t.ps) {
+    // A pull waits while its worker is more than 2 pushes ahead; its next
+    // push can then make the gap 3.
+    CHECK(t.stats.max_clock_gap <= 3);
+    CHECK(t.stats.applied == 2 * 40);
+  }
+}
+
+TEST_CASE("pushes older than drop_stale_after are dropped, the rest applied") {
+  if (!cluster_run()) return;
+  const Trained t = train({.drop_stale_after = 0}, 30, true);
+  if (t.ps) {
+    CHECK(t.stats.applied + t.stats.dropped == 2 * 30);
+    CHECK(t.stats.applied >= 30);
+  }
+}
+
+TEST_CASE("a local server: one process, both roles, no transport") {
+  dist::Server server = dist::Server::create_local_server();
+  CHECK(server.is_local());
+  CHECK(server.is_chief());
+  tpf::Variable w(tpf::zeros({1, 1})), b(tpf::zeros({1}));
+  dist::ParameterClient client(server);
+  client.create({{"w", w}, {"b", b}},
+                [] { return std::make_unique<tpf::optim::SGD>(0.3); });
+  for (int step = 0; step < 300; ++step) {
+    client.pull({w, b});
+    tpf::GradientTape tape;
+    client.push(tape.gradient(loss_of(w, b, 0, step), {w, b}));
+  }
+  CHECK(w.item<double>() == doctest::Approx(2.0).epsilon(0.05));
+  CHECK(b.item<double>() == doctest::Approx(10.0).epsilon(0.01));
+  CHECK_THROWS_AS(client.push({tpf::zeros({2})}), tpf::ValueError);
+  CHECK_THROWS_AS(client.push({tpf::zeros({2}), tpf::zeros({1})}),
+                  tpf::ShapeError);
+  CHECK_THROWS_AS(server.join(), tpf::ValueError);
+}
