@@ -1,6 +1,7 @@
 #include "tapeflow/dist/parameter_server.hpp"
 
 #include <algorithm>
+#include <climits>
 #include <cstring>
 #include <numeric>
 
@@ -107,6 +108,18 @@ ParameterClient::ParameterClient(Server& server, PsOptions options)
   if (!server.is_local() && s_->num_ps == 0)
     throw op_error<ValueError>("ParameterClient",
                                "expected a cluster with a ps job");
+  if (options.replicas_to_aggregate > 0) {
+    const int total = options.total_num_replicas > 0
+                          ? options.total_num_replicas
+                          : s_->num_workers;
+    if (total != s_->num_workers ||
+        options.replicas_to_aggregate > s_->num_workers)
+      throw op_error<ValueError>("ParameterClient",
+                                 "expected replicas_to_aggregate <= "
+                                 "total_num_replicas = ",
+                                 s_->num_workers, " (the workers), got ",
+                                 options.replicas_to_aggregate, " of ", total);
+  }
 }
 
 ParameterClient::~ParameterClient() {
@@ -169,7 +182,8 @@ void ParameterClient::create(const NamedVariables& variables,
   }
 }
 
-void ParameterClient::pull(const std::vector<Variable>& params) {
+void ParameterClient::pull(const std::vector<Variable>& params,
+                           int64_t min_global_step) {
   constexpr const char* kOp = "pull";
   detail::PsState& s = *s_;
   check_worker(s, kOp);
@@ -178,24 +192,34 @@ void ParameterClient::pull(const std::vector<Variable>& params) {
                                " variables (those created), got ",
                                params.size());
   if (s.server->local) return;  // the variables are the values
+  int64_t lowest = INT64_MAX;
   for (int k = 0; k < s.num_ps; ++k) {
     const std::vector<size_t> mine = s.owned_by(k);
     if (mine.empty()) continue;
     detail::InFlight flight(kOp, uint64_t(s.clock));
-    detail::check_mpi(MPI_Send(nullptr, 0, MPI_BYTE, k, detail::kPull, s.comm),
-                      kOp);
+    detail::check_mpi(
+        MPI_Send(&min_global_step, 1, MPI_INT64_T, k, detail::kPull, s.comm),
+        kOp);
     MPI_Status status;
     detail::check_mpi(MPI_Probe(k, detail::kValues, s.comm, &status), kOp);
     int bytes = 0;
     MPI_Get_count(&status, MPI_BYTE, &bytes);
-    std::vector<char> values(size_t(bytes), 0);
-    detail::check_mpi(MPI_Recv(values.data(), bytes, MPI_BYTE, k,
-                               detail::kValues, s.comm, MPI_STATUS_IGNORE),
+    std::vector<char> msg(size_t(bytes), 0);
+    detail::check_mpi(MPI_Recv(msg.data(), bytes, MPI_BYTE, k, detail::kValues,
+                               s.comm, MPI_STATUS_IGNORE),
                       kOp);
+    int64_t step = 0;
+    if (msg.size() < sizeof step)
+      throw op_error<DistError>(kOp, "expected a step from ps ", k, ", got ",
+                                msg.size(), " bytes");
+    std::memcpy(&step, msg.data(), sizeof step);
+    lowest = std::min(lowest, step);
     std::vector<Variable> into;
     for (size_t i : mine) into.push_back(params[i]);
-    detail::unpack_into(values, into, kOp);
+    detail::unpack_into(std::vector<char>(msg.begin() + sizeof step, msg.end()),
+                        into, kOp);
   }
+  if (lowest != INT64_MAX) s.global_step = lowest;
 }
 
 void ParameterClient::push(const std::vector<Tensor>& grads) {
@@ -214,12 +238,14 @@ void ParameterClient::push(const std::vector<Tensor>& grads) {
   ++s.clock;
   if (s.server->local) {
     s.optimizer->apply_gradients(grads, s.created);
+    ++s.global_step;
     return;
   }
   for (int k = 0; k < s.num_ps; ++k) {
     const std::vector<size_t> mine = s.owned_by(k);
     if (mine.empty()) continue;
-    std::vector<char> msg;
+    std::vector<char> msg(sizeof s.global_step);
+    std::memcpy(msg.data(), &s.global_step, sizeof s.global_step);
     std::vector<Tensor> defined;
     for (size_t i : mine) {
       msg.push_back(grads[i].defined());
@@ -256,6 +282,19 @@ int ParameterClient::owner(size_t i) const {
 }
 int64_t ParameterClient::clock() const {
   return s_->clock;
+}
+int64_t ParameterClient::global_step() const {
+  return s_->global_step;
+}
+
+SyncReplicasOptimizer::SyncReplicasOptimizer(ParameterClient& client)
+    : client_(client) {}
+
+void SyncReplicasOptimizer::apply_gradients(
+    const std::vector<Tensor>& grads, const std::vector<Variable>& params) {
+  const int64_t step = client_.global_step();
+  client_.push(grads);
+  client_.pull(params, step + 1);
 }
 PsStats ParameterClient::stats() const {
   return s_->stats;

@@ -1,28 +1,45 @@
-// The ps task's loop: pulls answered with the latest values (or held back
-// while the worker is too far ahead: stale synchronous parallel), pushes
-// applied by the task's optimizer on arrival (or dropped as too stale).
+// The ps task's loop. Async: pushes applied on arrival (or dropped when too
+// stale), pulls answered at once or held while the worker is too far ahead
+// (stale synchronous parallel). Sync: the first replicas_to_aggregate
+// gradients of the global step are averaged in worker order and applied,
+// later ones dropped, and pulls wait for the step they ask for. A ps that
+// hears from no worker for TAPEFLOW_DIST_TIMEOUT ends the job, naming the
+// worker silent the longest.
 #include <time.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <string>
 
 #include "core/creation_internal.hpp"
 #include "core/op_error.hpp"
 #include "dist/comm_state.hpp"
 #include "dist/ps_state.hpp"
+#include "dist/watchdog.hpp"
+#include "tapeflow/ops/math.hpp"
 
 namespace tapeflow::dist::detail {
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
 struct Workers {
   std::vector<int64_t> clock;           // pushes received
-  std::vector<int64_t> pulled_version;  // stats.applied at its last pull
+  std::vector<int64_t> pulled_version;  // updates applied at its last pull
+  std::vector<Clock::time_point> heard;
   std::vector<char> done;
-  std::vector<int> waiting;  // pulls held back, by worker
-  int remaining;
+  std::vector<std::pair<int, int64_t>> waiting;  // held pulls: worker, step
+  std::vector<std::vector<Tensor>> accepted;     // sync: this step's pushes
+  int remaining, accepted_count = 0;
 
   explicit Workers(int n)
-      : clock(n, 0), pulled_version(n, 0), done(n, 0), remaining(n) {}
+      : clock(n, 0),
+        pulled_version(n, 0),
+        heard(n, Clock::now()),
+        done(n, 0),
+        accepted(n),
+        remaining(n) {}
   int64_t slowest() const {
     int64_t m = INT64_MAX;
     for (size_t w = 0; w < clock.size(); ++w)
@@ -37,42 +54,56 @@ struct Workers {
   }
 };
 
+int64_t read_step(const std::vector<char>& msg, int w, const char* op) {
+  int64_t step = 0;
+  if (msg.size() < sizeof step)
+    throw op_error<DistError>(op, "expected a step in the message of worker ",
+                              w, ", got ", msg.size(), " bytes");
+  std::memcpy(&step, msg.data(), sizeof step);
+  return step;
+}
+
 void reply(PsState& s, Workers& ws, int w) {
-  const std::vector<char> bytes =
+  std::vector<char> msg(sizeof s.global_step);
+  std::memcpy(msg.data(), &s.global_step, sizeof s.global_step);
+  const std::vector<char> values =
       pack(std::vector<Tensor>(s.shard.begin(), s.shard.end()));
-  check_mpi(MPI_Send(bytes.data(), mpi_count(int64_t(bytes.size()), "pull"),
+  msg.insert(msg.end(), values.begin(), values.end());
+  check_mpi(MPI_Send(msg.data(), mpi_count(int64_t(msg.size()), "pull"),
                      MPI_BYTE, s.worker_rank(w), kValues, s.comm),
             "pull");
   ws.pulled_version[w] = s.stats.applied;
 }
 
-bool may_pull(const PsState& s, const Workers& ws, int w) {
-  return s.options.staleness_bound < 0 ||
-         ws.clock[w] - ws.slowest() <= s.options.staleness_bound;
+bool may_pull(const PsState& s, const Workers& ws, int w, int64_t step) {
+  return s.global_step >= step &&
+         (s.options.staleness_bound < 0 ||
+          ws.clock[w] - ws.slowest() <= s.options.staleness_bound);
 }
 
-/** Answers held-back pulls that the slowest worker's progress allows. */
+/** Answers held pulls that the others' progress now allows. */
 void release_waiting(PsState& s, Workers& ws) {
-  std::vector<int> still;
-  for (int w : ws.waiting) {
-    if (may_pull(s, ws, w))
+  std::vector<std::pair<int, int64_t>> still;
+  for (const auto& [w, step] : ws.waiting) {
+    if (may_pull(s, ws, w, step))
       reply(s, ws, w);
     else
-      still.push_back(w);
+      still.emplace_back(w, step);
   }
   ws.waiting = std::move(still);
 }
 
-/** [flag per variable][bytes of the flagged gradients] -> apply or drop. */
-void apply_push(PsState& s, Workers& ws, int w, const std::vector<char>& msg) {
+/** [step][flag per variable][the flagged gradients' bytes] -> tensors. */
+std::vector<Tensor> read_grads(const PsState& s, const std::vector<char>& msg,
+                               int w) {
   const size_t n = s.shard.size();
-  if (msg.size() < n)
-    throw op_error<DistError>("push", "expected at least ", n,
+  size_t at = sizeof(int64_t) + n;
+  if (msg.size() < at)
+    throw op_error<DistError>("push", "expected at least ", at,
                               " bytes from worker ", w, ", got ", msg.size());
   std::vector<Tensor> grads(n);
-  size_t at = n;
   for (size_t i = 0; i < n; ++i) {
-    if (!msg[i]) continue;
+    if (!msg[sizeof(int64_t) + i]) continue;
     const Variable& v = s.shard[i];
     const size_t bytes = size_t(v.numel()) * itemsize(v.dtype());
     if (at + bytes > msg.size())
@@ -82,17 +113,85 @@ void apply_push(PsState& s, Workers& ws, int w, const std::vector<char>& msg) {
     if (bytes > 0) std::memcpy(grads[i].raw_data(), msg.data() + at, bytes);
     at += bytes;
   }
+  return grads;
+}
+
+/** Sync: the mean of this step's accepted gradients, in worker order. */
+void apply_step(PsState& s, Workers& ws) {
+  NoGradGuard no_grad;
+  std::vector<Tensor> mean(s.shard.size());
+  for (size_t i = 0; i < mean.size(); ++i) {
+    int count = 0;
+    for (const auto& grads : ws.accepted) {
+      if (grads.empty() || !grads[i].defined()) continue;
+      mean[i] = count++ == 0 ? grads[i] : add(mean[i], grads[i]);
+    }
+    if (count > 1) mean[i] = mean[i] * (1.0 / count);
+  }
+  s.optimizer->apply_gradients(mean, s.shard);
+  for (auto& grads : ws.accepted) grads.clear();
+  ws.accepted_count = 0;
+  ++s.global_step;
+  ++s.stats.applied;
+}
+
+/**
+ * Sync: a step ends at replicas_to_aggregate gradients, or with those that
+ * came once fewer workers than that remain (the end of training: workers
+ * that are done push no more).
+ */
+void finish_step_if_ready(PsState& s, Workers& ws) {
+  const int needed = std::min(s.options.replicas_to_aggregate, ws.remaining);
+  if (ws.accepted_count > 0 && ws.accepted_count >= needed) apply_step(s, ws);
+}
+
+void on_push(PsState& s, Workers& ws, int w, const std::vector<char>& msg) {
+  const int64_t step = read_step(msg, w, "push");
+  std::vector<Tensor> grads = read_grads(s, msg, w);
   ++ws.clock[w];
+  s.stats.max_clock_gap =
+      std::max(s.stats.max_clock_gap, ws.fastest() - ws.slowest());
+  if (s.sync()) {
+    if (step != s.global_step || !ws.accepted[w].empty()) {
+      ++s.stats.dropped;  // a backup's, or computed on older values
+      return;
+    }
+    ws.accepted[w] = std::move(grads);
+    ++ws.accepted_count;
+    finish_step_if_ready(s, ws);
+    return;
+  }
   const int64_t staleness = s.stats.applied - ws.pulled_version[w];
   if (s.options.drop_stale_after >= 0 &&
       staleness > s.options.drop_stale_after) {
     ++s.stats.dropped;
-  } else {
-    s.optimizer->apply_gradients(grads, s.shard);
-    ++s.stats.applied;
+    return;
   }
-  s.stats.max_clock_gap =
-      std::max(s.stats.max_clock_gap, ws.fastest() - ws.slowest());
+  s.optimizer->apply_gradients(grads, s.shard);
+  ++s.stats.applied;
+  ++s.global_step;
+}
+
+/** Nothing from any worker for the timeout: name the quietest one. */
+void check_silence(const PsState& s, const Workers& ws) {
+  const auto now = Clock::now();
+  int quietest = -1;
+  Clock::time_point latest{};
+  for (int w = 0; w < int(ws.done.size()); ++w) {
+    if (ws.done[w]) continue;
+    latest = std::max(latest, ws.heard[w]);
+    if (quietest < 0 || ws.heard[w] < ws.heard[quietest]) quietest = w;
+  }
+  const double limit = current_timeout();
+  if (quietest < 0 ||
+      std::chrono::duration<double>(now - latest).count() < limit)
+    return;
+  const double silent =
+      std::chrono::duration<double>(now - ws.heard[quietest]).count();
+  end_job("[ps " + std::to_string(s.server->task.task_index) + "] worker " +
+          std::to_string(quietest) + " silent for " +
+          std::to_string(static_cast<int>(silent)) + " s (" +
+          std::to_string(ws.clock[quietest]) + " pushes)");
 }
 
 }  // namespace
@@ -109,6 +208,7 @@ void serve(PsState& s) {
     check_mpi(MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, s.comm, &flag, &status),
               "join");
     if (!flag) {
+      check_silence(s, ws);
       nanosleep(&pause, nullptr);
       continue;
     }
@@ -125,19 +225,18 @@ void serve(PsState& s) {
                                 "(ranks ",
                                 s.num_ps, " to ", s.num_ps + s.num_workers - 1,
                                 "), got rank ", status.MPI_SOURCE);
+    ws.heard[w] = Clock::now();
     switch (status.MPI_TAG) {
       case kPull:
-        if (may_pull(s, ws, w))
-          reply(s, ws, w);
-        else
-          ws.waiting.push_back(w);
+        ws.waiting.emplace_back(w, read_step(msg, w, "pull"));
         break;
       case kPush:
-        apply_push(s, ws, w, msg);
+        on_push(s, ws, w, msg);
         break;
       case kDone:
         ws.done[w] = 1;
         --ws.remaining;
+        if (s.sync()) finish_step_if_ready(s, ws);
         break;
       default:
         throw op_error<DistError>("join",

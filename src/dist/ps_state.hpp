@@ -13,6 +13,9 @@
 
 namespace tapeflow::dist::detail {
 
+// kPull carries the lowest global step the worker will take; kValues the
+// ps task's global step, then the values; kPush the worker's global step,
+// a defined-flag per variable, then the defined gradients.
 enum PsTag : int { kInit = 101, kPull, kValues, kPush, kDone };
 
 struct PsState {
@@ -26,6 +29,7 @@ struct PsState {
   std::vector<Variable> shard;
   std::unique_ptr<optim::Optimizer> optimizer;
   PsStats stats;
+  int64_t global_step = 0;  // ps: updates so far; worker: last pulled
   // On a worker.
   int64_t clock = 0;
   bool done = false;
@@ -34,6 +38,7 @@ struct PsState {
   /** Indices of the variables ps task k holds, in order. */
   std::vector<size_t> owned_by(int k) const;
   int worker_rank(int w) const { return num_ps + w; }
+  bool sync() const { return options.replicas_to_aggregate > 0; }
 };
 
 /** The variables' bytes, one after another (host copies). */

@@ -58,19 +58,17 @@ Watchdog& dog() {
 void check_ages(Watchdog& w, std::unique_lock<std::mutex>&) {
   // Before step one completes only the first-step timeout applies; a short
   // TAPEFLOW_DIST_TIMEOUT set for a test still applies when it is the larger.
-  const double limit = w.first_step_done ? w.steady_timeout : w.first_timeout;
+  const double limit = current_timeout();
   const auto now = Clock::now();
   for (auto& [id, e] : w.in_flight) {
     const double age = std::chrono::duration<double>(now - e.start).count();
     if (age >= limit) {
-      std::fprintf(stderr,
-                   "[dist] rank %d: %s (seq %llu) has waited %.1f s, past the "
-                   "%g s timeout (TAPEFLOW_DIST_TIMEOUT); ending the job\n",
-                   w.rank, e.op, static_cast<unsigned long long>(e.seq), age,
-                   limit);
-      std::fflush(stderr);
-      MPI_Abort(MPI_COMM_WORLD, kWatchdogExit);
-      std::_Exit(kWatchdogExit);
+      char why[160];
+      std::snprintf(why, sizeof why,
+                    "%s (seq %llu) has waited %.1f s, past the %g s timeout "
+                    "(TAPEFLOW_DIST_TIMEOUT)",
+                    e.op, static_cast<unsigned long long>(e.seq), age, limit);
+      end_job(why);
     }
     if (!e.warned && age >= limit / 2) {
       e.warned = true;
@@ -137,6 +135,19 @@ void stop_watchdog() {
 
 void step_completed() {
   dog().first_step_done = true;
+}
+
+double current_timeout() {
+  const Watchdog& w = dog();
+  return w.first_step_done ? w.steady_timeout : w.first_timeout;
+}
+
+void end_job(const std::string& why) {
+  std::fprintf(stderr, "[dist] rank %d: %s; ending the job\n", dog().rank,
+               why.c_str());
+  std::fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, kWatchdogExit);
+  std::_Exit(kWatchdogExit);
 }
 
 InFlight::InFlight(const char* op, uint64_t seq) {

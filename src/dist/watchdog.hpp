@@ -4,6 +4,7 @@
 // good. Each collective, message and wait registers while in flight; a thread
 // aborts the whole job once one is older than TAPEFLOW_DIST_TIMEOUT.
 #include <cstdint>
+#include <string>
 
 namespace tapeflow::dist::detail {
 
@@ -20,6 +21,10 @@ void start_watchdog(int rank);
 void stop_watchdog();
 /** Switches from the first-step timeout to the steady one. */
 void step_completed();
+/** The timeout that applies now, in seconds. */
+double current_timeout();
+/** Prints "[dist] rank R: <why>; ending the job" and ends it with status 75. */
+[[noreturn]] void end_job(const std::string& why);
 
 /** An operation in flight, from construction to end() or destruction. */
 class InFlight {

@@ -135,6 +135,52 @@ TEST_CASE("pushes older than drop_stale_after are dropped, the rest applied") {
   }
 }
 
+TEST_CASE(
+    "SyncReplicas: R gradients per step in worker order, the rest dropped") {
+  // np 3: 1 ps + 2 workers, R = T = 2 (every step waits for both);
+  // np 4: 1 ps + 3 workers, R = 2 of T = 3 (one backup worker).
+  if (!cluster_run()) return;
+  dist::Server server(dist::ClusterSpec::from_world(1));
+  const int workers = server.cluster().num_tasks("worker");
+  tpf::Variable w(tpf::zeros({1, 1})), b(tpf::zeros({1}));
+  dist::ParameterClient client(
+      server, {.replicas_to_aggregate = 2, .total_num_replicas = workers});
+  client.create({{"w", w}, {"b", b}},
+                [] { return std::make_unique<tpf::optim::SGD>(0.3); });
+  constexpr int kSteps = 150;
+  if (server.job_name() == "ps") {
+    server.join();
+    const dist::PsStats st = client.stats();
+    CHECK(st.applied >= kSteps);
+    if (workers == 2) {
+      CHECK(st.applied == kSteps);  // both workers' pushes, every step
+      CHECK(st.dropped == 0);
+    } else {
+      CHECK(st.dropped > 0);  // the backup's late gradients
+    }
+    return;
+  }
+  dist::SyncReplicasOptimizer sync(client);
+  client.pull({w, b});
+  int64_t last = sync.global_step();
+  // Until the global step, not a count of this worker's steps: a backup
+  // worker takes fewer of them.
+  while (last < kSteps) {
+    tpf::GradientTape tape;
+    const auto loss = loss_of(w, b, server.task_index(), int(last));
+    sync.apply_gradients(tape.gradient(loss, {w, b}), {w, b});
+    CHECK(sync.global_step() > last);  // never runs ahead of the ps
+    last = sync.global_step();
+  }
+  CHECK(last == kSteps);
+  CHECK(w.item<double>() == doctest::Approx(2.0).epsilon(0.05));
+  CHECK(b.item<double>() == doctest::Approx(10.0).epsilon(0.01));
+  client.done();
+  testing::expect_error<tpf::ValueError>(
+      [&] { dist::ParameterClient(server, {.replicas_to_aggregate = 9}); },
+      "[ParameterClient] expected replicas_to_aggregate <= total_num_replicas");
+}
+
 TEST_CASE("a local server: one process, both roles, no transport") {
   dist::Server server = dist::Server::create_local_server();
   CHECK(server.is_local());

@@ -44,11 +44,20 @@ struct PsOptions {
   /** A push computed on values older than this many updates is dropped
    * (-1: never). */
   int drop_stale_after = -1;
+  /**
+   * Synchronous mode (TF 1's SyncReplicasOptimizer) when > 0: each ps task
+   * applies the average of the first `replicas_to_aggregate` gradients of
+   * its global step, in worker order, drops later and stale ones, and
+   * advances the step; workers use SyncReplicasOptimizer.
+   */
+  int replicas_to_aggregate = 0;
+  /** All workers (> replicas_to_aggregate: backup workers); 0: the workers. */
+  int total_num_replicas = 0;
 };
 
 /** What a ps task saw; every worker's clock is its number of pushes. */
 struct PsStats {
-  int64_t applied = 0;        // pushes applied
+  int64_t applied = 0;        // updates applied (sync: global steps)
   int64_t dropped = 0;        // pushes dropped as too stale
   int64_t max_clock_gap = 0;  // largest fastest-minus-slowest clock seen
 };
@@ -71,8 +80,11 @@ class ParameterClient {
   void create(const NamedVariables& variables,
               const OptimizerFactory& make_optimizer,
               Placement placement = Placement::round_robin());
-  /** Workers: the latest values into `params` (the created ones, in order). */
-  void pull(const std::vector<Variable>& params);
+  /**
+   * Workers: the latest values into `params` (the created ones, in order),
+   * waiting until every ps task has reached `min_global_step`.
+   */
+  void pull(const std::vector<Variable>& params, int64_t min_global_step = 0);
   /** Workers: gradients for the created variables (undefined: skipped). */
   void push(const std::vector<Tensor>& grads);
   /** Workers: this one is finished; the ps tasks' join() ends after all. */
@@ -82,11 +94,31 @@ class ParameterClient {
   int owner(size_t i) const;
   /** This worker's pushes so far. */
   int64_t clock() const;
+  /** The global step of the values last pulled (the lowest over ps tasks). */
+  int64_t global_step() const;
   /** On a ps task, after join(): what it saw. */
   PsStats stats() const;
 
  private:
   std::shared_ptr<detail::PsState> s_;
+};
+
+/**
+ * The worker side of synchronous training: apply_gradients pushes this
+ * worker's gradients for its global step, waits until the ps tasks have
+ * aggregated `replicas_to_aggregate` of them and moved on, and pulls the new
+ * values. A worker whose gradients came too late (a backup) gets the new
+ * values all the same.
+ */
+class SyncReplicasOptimizer {
+ public:
+  explicit SyncReplicasOptimizer(ParameterClient& client);
+  void apply_gradients(const std::vector<Tensor>& grads,
+                       const std::vector<Variable>& params);
+  int64_t global_step() const { return client_.global_step(); }
+
+ private:
+  ParameterClient& client_;
 };
 
 }  // namespace tapeflow::dist
