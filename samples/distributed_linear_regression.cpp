@@ -1,8 +1,9 @@
 // The seeds' Y = 2X + 10 on parameter servers: one program, one role per
 // process, TF 1's flags. With mpirun's colon syntax each process gets its own:
 //   mpirun -np 1 distributed_linear_regression --job_name=ps --task_index=0 :
-//          -np 1 distributed_linear_regression --job_name=worker --task_index=0 :
-//          -np 1 distributed_linear_regression --job_name=worker --task_index=1
+//          -np 1 distributed_linear_regression --job_name=worker --task_index=0
+//          : -np 1 distributed_linear_regression --job_name=worker
+//          --task_index=1
 // or one command for all, roles taken from the ranks (ps first):
 //   mpirun -np 3 distributed_linear_regression --ps_hosts=h1:2222
 //          --worker_hosts=h2:2222,h3:2222 [--sync]

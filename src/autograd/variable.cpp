@@ -1,4 +1,5 @@
 #include "autograd/tape_state.hpp"
+#include "autograd/variable_observer.hpp"
 #include "core/creation_internal.hpp"
 #include "core/op_error.hpp"
 #include "core/registry.hpp"
@@ -18,6 +19,12 @@ Variable::Variable(const Tensor& initial_value, bool trainable) {
   impl_ = copy.impl_ptr();
   impl_->trainable = trainable;
   impl_->variable = true;
+  if (auto* observe = autograd::variable_observer()) (*observe)(*this);
+}
+
+autograd::VariableObserver*& autograd::variable_observer() {
+  thread_local VariableObserver* observer = nullptr;
+  return observer;
 }
 
 namespace {

@@ -216,12 +216,13 @@ const ClusterSpec& Server::cluster() const {
 }
 
 int Server::join() {
-  if (!state_->serve)
+  if (state_->serve.empty())
     throw op_error<ValueError>("join",
                                "expected a ParameterClient created on "
                                "this ",
                                job_name(), " task before join()");
-  state_->serve();
+  for (const auto& serve : state_->serve) serve();
+  state_->serve.clear();
   return 0;
 }
 

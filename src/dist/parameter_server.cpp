@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <climits>
 #include <cstring>
-#include <numeric>
 
 #include "core/creation_internal.hpp"
 #include "core/op_error.hpp"
@@ -64,21 +63,33 @@ void unpack_into(const std::vector<char>& bytes,
 
 namespace {
 
+/** PsScope's choices first, then the placement's for the rest. */
 std::vector<int> place(const NamedVariables& vars, int num_ps, Placement p) {
-  std::vector<int> owner(vars.size());
-  if (p.kind == Placement::Kind::round_robin) {
-    for (size_t i = 0; i < vars.size(); ++i) owner[i] = int(i % num_ps);
-    return owner;
-  }
-  std::vector<size_t> order(vars.size());
-  std::iota(order.begin(), order.end(), 0);
+  std::vector<int> owner(vars.size(), -1);
+  std::vector<int64_t> load(num_ps, 0);
   const auto bytes = [&](size_t i) {
     return vars[i].second.numel() * int64_t(itemsize(vars[i].second.dtype()));
   };
-  std::stable_sort(order.begin(), order.end(),
+  for (size_t i = 0; i < vars.size(); ++i) {
+    const int k = detail::pinned_task(vars[i].second);
+    if (k >= num_ps)
+      throw op_error<ValueError>("create", "expected PsScope tasks in [0, ",
+                                 num_ps, ") (the ps tasks), variable \"",
+                                 vars[i].first, "\" has ", k);
+    if (k < 0) continue;
+    owner[i] = k;
+    load[k] += bytes(i);
+  }
+  std::vector<size_t> rest;
+  for (size_t i = 0; i < vars.size(); ++i)
+    if (owner[i] < 0) rest.push_back(i);
+  if (p.kind == Placement::Kind::round_robin) {
+    for (size_t j = 0; j < rest.size(); ++j) owner[rest[j]] = int(j % num_ps);
+    return owner;
+  }
+  std::stable_sort(rest.begin(), rest.end(),
                    [&](size_t a, size_t b) { return bytes(a) > bytes(b); });
-  std::vector<int64_t> load(num_ps, 0);
-  for (size_t i : order) {
+  for (size_t i : rest) {
     const int k =
         int(std::min_element(load.begin(), load.end()) - load.begin());
     owner[i] = k;
@@ -165,9 +176,9 @@ void ParameterClient::create(const NamedVariables& variables,
       detail::unpack_into(values, s.shard, kOp);
     }
     std::weak_ptr<detail::PsState> weak = s_;
-    s.server->serve = [weak] {
+    s.server->serve.push_back([weak] {
       if (auto state = weak.lock()) detail::serve(*state);
-    };
+    });
   } else if (task.job_name == "worker" && task.task_index == 0) {
     for (int k = 0; k < s.num_ps; ++k) {
       std::vector<Tensor> values;

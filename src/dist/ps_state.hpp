@@ -47,6 +47,9 @@ std::vector<char> pack(const std::vector<Tensor>& values);
 void unpack_into(const std::vector<char>& bytes,
                  const std::vector<Variable>& into, const char* op);
 
+/** The ps task a PsScope gave `v` at its creation, or -1. */
+int pinned_task(const Variable& v);
+
 /** Serves pulls and pushes until every worker has said done. */
 void serve(PsState& s);
 

@@ -181,6 +181,43 @@ TEST_CASE(
       "[ParameterClient] expected replicas_to_aggregate <= total_num_replicas");
 }
 
+TEST_CASE("placement: round robin, greedy by bytes, and PsScope") {
+  if (!cluster_run()) return;
+  dist::Server server(dist::ClusterSpec::from_world(num_ps()));
+  const int ps_tasks = num_ps();
+  tpf::Variable a(tpf::zeros({10})), big(tpf::zeros({1000})),
+      c(tpf::zeros({10}));
+  tpf::Variable pinned;
+  {
+    dist::PsScope on(ps_tasks - 1);
+    pinned = tpf::Variable(tpf::zeros({5}));
+  }
+  tpf::Variable after(tpf::zeros({5}));  // made outside the scope
+  dist::ParameterClient rr(server);
+  rr.create({{"a", a}, {"big", big}, {"c", c}, {"pinned", pinned}},
+            [] { return std::make_unique<tpf::optim::SGD>(0.1); });
+  CHECK(rr.owner(3) == ps_tasks - 1);
+  CHECK(rr.owner(0) == 0);
+  CHECK(rr.owner(2) == 0);  // a, big, c: tasks 0, 1 % P, 2 % P
+  dist::ParameterClient greedy(server);
+  greedy.create(
+      {{"a", a}, {"big", big}, {"c", c}, {"after", after}},
+      [] { return std::make_unique<tpf::optim::SGD>(0.1); },
+      dist::Placement::greedy_bytes());
+  if (ps_tasks == 2) {
+    CHECK(greedy.owner(1) == 0);  // the largest first, onto an empty task
+    CHECK(greedy.owner(0) == 1);  // then the lightest task each time
+    CHECK(greedy.owner(2) == 1);
+  }
+  CHECK_THROWS_AS(dist::PsScope(-1), tpf::ValueError);
+  if (server.job_name() == "ps") {
+    server.join();  // rr's requests, then greedy's
+  } else {
+    rr.done();
+    greedy.done();
+  }
+}
+
 TEST_CASE("a local server: one process, both roles, no transport") {
   dist::Server server = dist::Server::create_local_server();
   CHECK(server.is_local());

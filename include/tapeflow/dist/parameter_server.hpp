@@ -104,6 +104,23 @@ class ParameterClient {
 };
 
 /**
+ * Variables created on this thread while a PsScope lives go to ps task
+ * `task` (TF's `with tf.device('/job:ps/task:k')`), whatever create()'s
+ * Placement says for the rest. Scopes nest; the innermost wins.
+ */
+class PsScope {
+ public:
+  explicit PsScope(int task);
+  ~PsScope();
+  PsScope(const PsScope&) = delete;
+  PsScope& operator=(const PsScope&) = delete;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/**
  * The worker side of synchronous training: apply_gradients pushes this
  * worker's gradients for its global step, waits until the ps tasks have
  * aggregated `replicas_to_aggregate` of them and moved on, and pulls the new
