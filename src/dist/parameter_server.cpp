@@ -2,13 +2,18 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "core/creation_internal.hpp"
 #include "core/op_error.hpp"
 #include "dist/comm_state.hpp"
 #include "dist/ps_state.hpp"
 #include "dist/watchdog.hpp"
+#include "io/atomic_write.hpp"
 
 namespace tapeflow::dist {
 namespace detail {
@@ -157,12 +162,17 @@ void ParameterClient::create(const NamedVariables& variables,
   detail::check_mpi(MPI_Comm_dup(world().state()->comm, &s.comm), kOp);
   const TaskSpec& task = s.server->task;
   const int chief = s.worker_rank(0);
+  // Every task reads the same directory: all resume, or none does.
+  const int64_t resume = detail::latest_committed(s.options.checkpoint_dir);
+  s.resumed_step = std::max<int64_t>(resume, 0);
   if (task.job_name == "ps") {
     for (size_t i : s.owned_by(task.task_index))
       s.shard.push_back(Variable(variables[i].second.cpu().contiguous()));
     s.optimizer = make_optimizer();
     s.optimizer->build(s.shard);
-    if (!s.shard.empty()) {
+    if (!s.shard.empty() && resume >= 0) {
+      detail::load_shard(s, resume);
+    } else if (!s.shard.empty()) {
       // The chief's values are the start.
       MPI_Status status;
       detail::InFlight flight(kOp, 0);
@@ -179,7 +189,7 @@ void ParameterClient::create(const NamedVariables& variables,
     s.server->serve.push_back([weak] {
       if (auto state = weak.lock()) detail::serve(*state);
     });
-  } else if (task.job_name == "worker" && task.task_index == 0) {
+  } else if (task.job_name == "worker" && task.task_index == 0 && resume < 0) {
     for (int k = 0; k < s.num_ps; ++k) {
       std::vector<Tensor> values;
       for (size_t i : s.owned_by(k)) values.push_back(s.created[i]);
@@ -283,6 +293,49 @@ void ParameterClient::done() {
   for (int k = 0; k < s.num_ps; ++k)
     detail::check_mpi(MPI_Send(nullptr, 0, MPI_BYTE, k, detail::kDone, s.comm),
                       "done");
+}
+
+std::string ParameterClient::save() {
+  constexpr const char* kOp = "save";
+  detail::PsState& s = *s_;
+  check_worker(s, kOp);
+  if (s.options.checkpoint_dir.empty())
+    throw op_error<ValueError>(kOp, "expected PsOptions.checkpoint_dir");
+  if (s.server->local || s.server->task.task_index != 0) return "";
+  const int64_t n = s.global_step;
+  nlohmann::json shards = nlohmann::json::array();
+  for (int k = 0; k < s.num_ps; ++k) {
+    if (s.owned_by(k).empty()) continue;
+    detail::InFlight flight(kOp, uint64_t(n));
+    detail::check_mpi(MPI_Send(&n, 1, MPI_INT64_T, k, detail::kSave, s.comm),
+                      kOp);
+    int64_t saved = 0;
+    detail::check_mpi(MPI_Recv(&saved, 1, MPI_INT64_T, k, detail::kSaved,
+                               s.comm, MPI_STATUS_IGNORE),
+                      kOp);
+    shards.push_back({{"file", std::filesystem::path(
+                                   detail::shard_path(s.options.checkpoint_dir,
+                                                      n, k, s.num_ps))
+                                   .filename()
+                                   .string()},
+                      {"global_step", saved}});
+  }
+  const char* generation = std::getenv("TPF_RUN_GENERATION");
+  const nlohmann::json manifest = {
+      {"step", n},
+      {"num_ps", s.num_ps},
+      {"shards", shards},
+      {"generation", generation ? std::atoi(generation) : 0}};
+  const std::string path =
+      s.options.checkpoint_dir + "/ckpt-" + std::to_string(n) + ".json";
+  io::detail::write_atomically(path, kOp, [&](const std::string& tmp) {
+    std::ofstream(tmp) << manifest.dump(2) << "\n";
+  });
+  return path;
+}
+
+int64_t ParameterClient::resumed_step() const {
+  return s_->resumed_step;
 }
 
 int ParameterClient::owner(size_t i) const {

@@ -233,6 +233,13 @@ void serve(PsState& s) {
       case kPush:
         on_push(s, ws, w, msg);
         break;
+      case kSave: {
+        save_shard(s, read_step(msg, w, "save"));
+        check_mpi(MPI_Send(&s.global_step, 1, MPI_INT64_T, status.MPI_SOURCE,
+                           kSaved, s.comm),
+                  "save");
+        break;
+      }
       case kDone:
         ws.done[w] = 1;
         --ws.remaining;

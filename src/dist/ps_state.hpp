@@ -16,7 +16,7 @@ namespace tapeflow::dist::detail {
 // kPull carries the lowest global step the worker will take; kValues the
 // ps task's global step, then the values; kPush the worker's global step,
 // a defined-flag per variable, then the defined gradients.
-enum PsTag : int { kInit = 101, kPull, kValues, kPush, kDone };
+enum PsTag : int { kInit = 101, kPull, kValues, kPush, kDone, kSave, kSaved };
 
 struct PsState {
   std::shared_ptr<ServerState> server;
@@ -30,6 +30,7 @@ struct PsState {
   std::unique_ptr<optim::Optimizer> optimizer;
   PsStats stats;
   int64_t global_step = 0;  // ps: updates so far; worker: last pulled
+  int64_t resumed_step = 0;
   // On a worker.
   int64_t clock = 0;
   bool done = false;
@@ -49,6 +50,14 @@ void unpack_into(const std::vector<char>& bytes,
 
 /** The ps task a PsScope gave `v` at its creation, or -1. */
 int pinned_task(const Variable& v);
+
+/** Committed checkpoints: the highest n of "<dir>/ckpt-<n>.json", or -1. */
+int64_t latest_committed(const std::string& dir);
+std::string shard_path(const std::string& dir, int64_t n, int k, int of);
+/** A ps task's shard, optimizer slots and steps, written atomically. */
+void save_shard(const PsState& s, int64_t n);
+/** Loads this ps task's shard of checkpoint n into its variables and slots. */
+void load_shard(PsState& s, int64_t n);
 
 /** Serves pulls and pushes until every worker has said done. */
 void serve(PsState& s);

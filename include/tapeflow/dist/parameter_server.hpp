@@ -53,6 +53,14 @@ struct PsOptions {
   int replicas_to_aggregate = 0;
   /** All workers (> replicas_to_aggregate: backup workers); 0: the workers. */
   int total_num_replicas = 0;
+  /**
+   * Where save() writes and create() resumes from: each ps task writes its
+   * variables, optimizer slots and step as "ckpt-<n>.shard-<k>-of-<P>.npz",
+   * and the chief then commits "ckpt-<n>.json"; only committed checkpoints
+   * are resumed from, so a job killed mid-save restarts from the last whole
+   * one. Empty: no checkpoints. Shared by all tasks (one file system).
+   */
+  std::string checkpoint_dir = {};
 };
 
 /** What a ps task saw; every worker's clock is its number of pushes. */
@@ -89,6 +97,13 @@ class ParameterClient {
   void push(const std::vector<Tensor>& grads);
   /** Workers: this one is finished; the ps tasks' join() ends after all. */
   void done();
+  /**
+   * The chief: has every ps task save its shard, then commits the manifest;
+   * returns its path. Other workers: nothing, "".
+   */
+  std::string save();
+  /** The global step create() resumed from (0: a fresh start). */
+  int64_t resumed_step() const;
 
   /** The ps task holding variable i. */
   int owner(size_t i) const;
