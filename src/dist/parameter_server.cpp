@@ -283,6 +283,7 @@ void ParameterClient::push(const std::vector<Tensor>& grads) {
                  MPI_BYTE, k, detail::kPush, s.comm),
         kOp);
   }
+  detail::step_completed();
 }
 
 void ParameterClient::done() {

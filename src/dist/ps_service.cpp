@@ -146,6 +146,7 @@ void finish_step_if_ready(PsState& s, Workers& ws) {
 }
 
 void on_push(PsState& s, Workers& ws, int w, const std::vector<char>& msg) {
+  step_completed();  // a worker finished a step: the steady timeout applies
   const int64_t step = read_step(msg, w, "push");
   std::vector<Tensor> grads = read_grads(s, msg, w);
   ++ws.clock[w];

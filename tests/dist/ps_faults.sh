@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The chief worker of a parameter-server job dies mid-training: mpirun ends
 # the job (naming the rank) in under 10 s, and tools/tapeflow-run restarts it from the last
-# committed checkpoint, which it finishes (the fit within 0.05).
+# committed checkpoint, which it finishes (the fit within 0.05). A worker
+# that hangs is named by the ps once nothing came for the timeout.
 # usage: ps_faults.sh <mpirun> <ps_job> <tapeflow-run>
 set -uo pipefail
 mpirun=$1 job=$2 run=$3
@@ -26,4 +27,15 @@ resumed=$(grep -o 'resumed from step [0-9]*' "$work/out" | tail -1)
 step=${resumed##* }
 ((step >= 20 && step < 300)) || fail "the restart did not resume mid-way ($resumed)"
 ls "$work/ckpt"/ckpt-*.json >/dev/null || fail "no committed manifest"
+started=$EPOCHREALTIME
+TAPEFLOW_DIST_TIMEOUT=2 TPF_TEST_STOP=1:20 \
+  "$mpirun" -np 3 "$job" "$work/stopped" 300 >"$work/out" 2>&1
+status=$?
+seconds=$(awk -v a="$started" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
+grep -E '^\[dist\]' "$work/out" | head -3
+echo "hung worker: status $status after $seconds s"
+((status == 75)) || fail "expected status 75 for a hung worker, got $status"
+grep -qE '\[ps 0\] worker 1 silent for [0-9]+ s|push \(seq [0-9]+\) has waited|pull \(seq|finalize \(seq' "$work/out" ||
+  fail "no message naming the hung worker or the waiting request"
+awk -v s="$seconds" 'BEGIN { exit !(s < 8) }' || fail "took $seconds s (limit 8 s)"
 echo "PASS"

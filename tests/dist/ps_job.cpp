@@ -2,7 +2,8 @@
 // Y = 2X + 10 asynchronously; the chief commits a checkpoint every 20
 // global steps, and a restarted job resumes from the last committed one.
 // In the first run (TPF_RUN_GENERATION unset or 0) TPF_TEST_KILL=w:i makes
-// worker w SIGKILL itself before its own i-th push.
+// worker w SIGKILL itself before its own i-th push, TPF_TEST_STOP=w:i
+// SIGSTOP itself (a hung worker).
 //   mpirun -np 3 ps_job <checkpoint dir> <global steps>
 #include <unistd.h>
 
@@ -20,10 +21,10 @@ namespace dist = tpf::dist;
 
 namespace {
 
-bool planned_kill(int worker, int64_t iteration) {
+bool planned(const char* var, int worker, int64_t iteration) {
   const char* generation = std::getenv("TPF_RUN_GENERATION");
   if (generation != nullptr && std::string(generation) != "0") return false;
-  const char* plan = std::getenv("TPF_TEST_KILL");
+  const char* plan = std::getenv(var);
   int w = -1;
   long long s = -1;
   return plan != nullptr && std::sscanf(plan, "%d:%lld", &w, &s) == 2 &&
@@ -53,7 +54,8 @@ int main(int argc, char** argv) {
     ps.pull(params);
     const int64_t step = ps.global_step();
     if (step >= steps) break;
-    if (planned_kill(server.task_index(), i)) std::raise(SIGKILL);
+    if (planned("TPF_TEST_KILL", server.task_index(), i)) std::raise(SIGKILL);
+    if (planned("TPF_TEST_STOP", server.task_index(), i)) std::raise(SIGSTOP);
     if (server.is_chief() && step - last_saved >= 20) {
       ps.save();
       last_saved = step;
