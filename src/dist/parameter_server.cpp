@@ -31,37 +31,57 @@ std::vector<size_t> PsState::owned_by(int k) const {
   return out;
 }
 
-std::vector<char> pack(const std::vector<Tensor>& values) {
-  size_t total = 0;
-  for (const Tensor& v : values)
-    total += size_t(v.numel()) * itemsize(v.dtype());
-  std::vector<char> out(total);
-  size_t at = 0;
-  for (const Tensor& v : values) {
-    const Tensor host = materialize(v.to(Device::cpu()));
-    const size_t bytes = size_t(v.numel()) * itemsize(v.dtype());
-    if (bytes > 0) std::memcpy(out.data() + at, host.raw_data(), bytes);
-    at += bytes;
+void send_parts(const std::vector<char>& header,
+                const std::vector<Tensor>& parts, int dest, int tag,
+                MPI_Comm comm, const char* op) {
+  std::vector<Tensor> host;  // alive until MPI_Send returns
+  std::vector<int> lengths;
+  std::vector<MPI_Aint> addresses;
+  const auto add = [&](const void* p, size_t bytes) {
+    if (bytes == 0) return;
+    MPI_Aint address;
+    MPI_Get_address(p, &address);
+    lengths.push_back(mpi_count(int64_t(bytes), op));
+    addresses.push_back(address);
+  };
+  add(header.data(), header.size());
+  for (const Tensor& t : parts) {
+    host.push_back(materialize(t.to(Device::cpu())));
+    add(host.back().raw_data(), size_t(t.numel()) * itemsize(t.dtype()));
   }
-  return out;
+  MPI_Datatype type;
+  check_mpi(MPI_Type_create_hindexed(int(lengths.size()), lengths.data(),
+                                     addresses.data(), MPI_BYTE, &type),
+            op);
+  check_mpi(MPI_Type_commit(&type), op);
+  const int rc =
+      MPI_Send(MPI_BOTTOM, lengths.empty() ? 0 : 1, type, dest, tag, comm);
+  MPI_Type_free(&type);
+  check_mpi(rc, op);
 }
 
-void unpack_into(const std::vector<char>& bytes,
+void unpack_into(const char* data, size_t size,
                  const std::vector<Variable>& into, const char* op) {
   size_t at = 0;
   for (const Variable& v : into) {
     const size_t n = size_t(v.numel()) * itemsize(v.dtype());
-    if (at + n > bytes.size())
+    if (at + n > size)
       throw op_error<DistError>(op, "expected ", at + n,
-                                " bytes of values, got ", bytes.size());
-    const Tensor value = empty_tensor(v.shape(), v.dtype(), Device::cpu(), op);
-    if (n > 0) std::memcpy(value.raw_data(), bytes.data() + at, n);
-    Variable(v).assign(value.to(v.device()));
+                                " bytes of values, got ", size);
+    if (v.device() == Device::cpu() && v.is_contiguous()) {
+      begin_in_place_write(v, false, op);  // may move a shared buffer
+      if (n > 0) std::memcpy(v.raw_data(), data + at, n);
+    } else {
+      const Tensor value =
+          empty_tensor(v.shape(), v.dtype(), Device::cpu(), op);
+      if (n > 0) std::memcpy(value.raw_data(), data + at, n);
+      Variable(v).assign(value.to(v.device()));
+    }
     at += n;
   }
-  if (at != bytes.size())
+  if (at != size)
     throw op_error<DistError>(op, "expected ", at, " bytes of values, got ",
-                              bytes.size());
+                              size);
 }
 
 }  // namespace detail
@@ -183,7 +203,7 @@ void ParameterClient::create(const NamedVariables& variables,
       detail::check_mpi(MPI_Recv(values.data(), bytes, MPI_BYTE, chief,
                                  detail::kInit, s.comm, MPI_STATUS_IGNORE),
                         kOp);
-      detail::unpack_into(values, s.shard, kOp);
+      detail::unpack_into(values.data(), values.size(), s.shard, kOp);
     }
     std::weak_ptr<detail::PsState> weak = s_;
     s.server->serve.push_back([weak] {
@@ -194,11 +214,7 @@ void ParameterClient::create(const NamedVariables& variables,
       std::vector<Tensor> values;
       for (size_t i : s.owned_by(k)) values.push_back(s.created[i]);
       if (values.empty()) continue;
-      const std::vector<char> bytes = detail::pack(values);
-      detail::check_mpi(
-          MPI_Send(bytes.data(), detail::mpi_count(int64_t(bytes.size()), kOp),
-                   MPI_BYTE, k, detail::kInit, s.comm),
-          kOp);
+      detail::send_parts({}, values, k, detail::kInit, s.comm, kOp);
     }
   }
 }
@@ -237,7 +253,7 @@ void ParameterClient::pull(const std::vector<Variable>& params,
     lowest = std::min(lowest, step);
     std::vector<Variable> into;
     for (size_t i : mine) into.push_back(params[i]);
-    detail::unpack_into(std::vector<char>(msg.begin() + sizeof step, msg.end()),
+    detail::unpack_into(msg.data() + sizeof step, msg.size() - sizeof step,
                         into, kOp);
   }
   if (lowest != INT64_MAX) s.global_step = lowest;
@@ -275,13 +291,8 @@ void ParameterClient::push(const std::vector<Tensor>& grads) {
                               ? grads[i]
                               : grads[i].cast(s.created[i].dtype()));
     }
-    const std::vector<char> bytes = detail::pack(defined);
-    msg.insert(msg.end(), bytes.begin(), bytes.end());
     detail::InFlight flight(kOp, uint64_t(s.clock));
-    detail::check_mpi(
-        MPI_Send(msg.data(), detail::mpi_count(int64_t(msg.size()), kOp),
-                 MPI_BYTE, k, detail::kPush, s.comm),
-        kOp);
+    detail::send_parts(msg, defined, k, detail::kPush, s.comm, kOp);
   }
   detail::step_completed();
 }

@@ -42,10 +42,15 @@ struct PsState {
   bool sync() const { return options.replicas_to_aggregate > 0; }
 };
 
-/** The variables' bytes, one after another (host copies). */
-std::vector<char> pack(const std::vector<Tensor>& values);
-/** Writes consecutive values from `bytes` into each variable, in place. */
-void unpack_into(const std::vector<char>& bytes,
+/**
+ * Sends `header` and then each tensor's bytes as one message, straight from
+ * their buffers (an hindexed datatype over their addresses, no packing).
+ */
+void send_parts(const std::vector<char>& header,
+                const std::vector<Tensor>& parts, int dest, int tag,
+                MPI_Comm comm, const char* op);
+/** Writes consecutive values from `data` into each variable, in place. */
+void unpack_into(const char* data, size_t size,
                  const std::vector<Variable>& into, const char* op);
 
 /** The ps task a PsScope gave `v` at its creation, or -1. */
