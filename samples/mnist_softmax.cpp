@@ -1,6 +1,9 @@
 // Softmax regression on Fashion-MNIST: 784 -> 10, SGD 0.5, batch 100.
 #include "common/models.hpp"
 #include "common/trainer.hpp"
+#ifdef TAPEFLOW_SAMPLES_DIST
+#include "common/parameter_servers.hpp"
+#endif
 
 namespace nn = tapeflow::nn;
 
@@ -10,8 +13,24 @@ int main(int argc, char** argv) {
   config.lr = 0.5;
   config.batch_size = 100;
   samples::add_flags(app, config);
+  int num_ps = 0;
+  bool sync_replicas = false;
+  app.add_option("--ps", num_ps,
+                 "parameter servers among the ranks of mpirun (the rest are "
+                 "workers)");
+  app.add_flag("--sync-replicas", sync_replicas,
+               "with --ps: aggregate every worker's gradients per step");
   CLI11_PARSE(app, argc, argv);
   try {
+    if (num_ps > 0) {
+#ifdef TAPEFLOW_SAMPLES_DIST
+      samples::setup_parameter_servers(config, num_ps, sync_replicas);
+#else
+      throw tapeflow::ValueError(
+          "[--ps] this build has no tpf::dist (Open MPI was not found when it "
+          "was configured)");
+#endif
+    }
     nn::Sequential model = samples::mnist_softmax();
     tapeflow::optim::SGD sgd(config.lr);
     return samples::train("mnist_softmax", model, sgd, config);

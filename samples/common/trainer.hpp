@@ -31,6 +31,15 @@ struct Replication {
       gradient;
   /** Before an epoch's shuffle (step -1) and before each step. */
   std::function<void(int64_t epoch, int64_t step)> reseed;
+  /**
+   * Once the model is built: parameter servers start here, and a ps task
+   * serves until the workers are done and returns true (no training).
+   */
+  std::function<bool(tpf::nn::Module& model)> start;
+  /** Applies a step's gradients instead of the local optimizer. */
+  std::function<void(const std::vector<tpf::Tensor>& grads,
+                     const std::vector<tpf::Variable>& params)>
+      apply;
 };
 
 struct TrainConfig {
@@ -134,6 +143,7 @@ inline int train(const std::string& title, tpf::nn::Module& model,
 
   auto params = model.parameters();
   optimizer.build(params);
+  if (rep.start && rep.start(model)) return 0;
   tpf::train::Checkpoint checkpoint(model.named_variables(), optimizer.slots(),
                                     3);
   if (c.resume && !c.checkpoint_dir.empty()) {
@@ -176,7 +186,10 @@ inline int train(const std::string& title, tpf::nn::Module& model,
       const auto grads =
           rep.gradient ? rep.gradient(tape, loss, params)
                        : tape.gradient(loss, {params.begin(), params.end()});
-      optimizer.apply_gradients(grads, params);
+      if (rep.apply)
+        rep.apply(grads, params);
+      else
+        optimizer.apply_gradients(grads, params);
       const double value = loss.item<double>();
       running = step == 0 ? value : 0.95 * running + 0.05 * value;
       progress.update(step + 1, running);
