@@ -14,6 +14,7 @@
 #include "dist/ps_state.hpp"
 #include "dist/watchdog.hpp"
 #include "io/atomic_write.hpp"
+#include "tapeflow/ops/shape.hpp"
 
 namespace tapeflow::dist {
 namespace detail {
@@ -22,6 +23,15 @@ PsState::~PsState() {
   int finalized = 1;
   MPI_Finalized(&finalized);
   if (comm != MPI_COMM_NULL && !finalized) MPI_Comm_free(&comm);
+}
+
+Tensor PsState::piece_of(const Tensor& t, size_t p) const {
+  const Piece& piece = pieces[p];
+  if (piece.whole) return t;
+  std::vector<int64_t> begin(size_t(t.rank()), 0), size(size_t(t.rank()), -1);
+  begin[0] = piece.begin;
+  size[0] = piece.rows;
+  return slice(t, begin, size);
 }
 
 std::vector<size_t> PsState::owned_by(int k) const {
@@ -60,10 +70,11 @@ void send_parts(const std::vector<char>& header,
   check_mpi(rc, op);
 }
 
-void unpack_into(const char* data, size_t size,
-                 const std::vector<Variable>& into, const char* op) {
+void unpack_into(const char* data, size_t size, const std::vector<Tensor>& into,
+                 const char* op) {
+  NoGradGuard no_grad;
   size_t at = 0;
-  for (const Variable& v : into) {
+  for (const Tensor& v : into) {
     const size_t n = size_t(v.numel()) * itemsize(v.dtype());
     if (at + n > size)
       throw op_error<DistError>(op, "expected ", at + n,
@@ -75,7 +86,7 @@ void unpack_into(const char* data, size_t size,
       const Tensor value =
           empty_tensor(v.shape(), v.dtype(), Device::cpu(), op);
       if (n > 0) std::memcpy(value.raw_data(), data + at, n);
-      Variable(v).assign(value.to(v.device()));
+      write_into(v, value.to(v.device()), op);
     }
     at += n;
   }
@@ -88,37 +99,64 @@ void unpack_into(const char* data, size_t size,
 
 namespace {
 
-/** PsScope's choices first, then the placement's for the rest. */
-std::vector<int> place(const NamedVariables& vars, int num_ps, Placement p) {
-  std::vector<int> owner(vars.size(), -1);
-  std::vector<int64_t> load(num_ps, 0);
-  const auto bytes = [&](size_t i) {
-    return vars[i].second.numel() * int64_t(itemsize(vars[i].second.dtype()));
-  };
+/** Variables as pieces: whole, or split along dimension 0 when large. */
+std::vector<detail::Piece> cut(const NamedVariables& vars, int num_ps,
+                               const Placement& p) {
+  std::vector<detail::Piece> pieces;
+  const int64_t min_bytes = p.options.min_shard_bytes;
   for (size_t i = 0; i < vars.size(); ++i) {
-    const int k = detail::pinned_task(vars[i].second);
+    const Variable& v = vars[i].second;
+    const int64_t bytes = v.numel() * int64_t(itemsize(v.dtype()));
+    int64_t parts = 1;
+    if (min_bytes > 0 && v.rank() >= 1 && bytes >= 2 * min_bytes)
+      parts = std::min<int64_t>({num_ps, v.dim(0), bytes / min_bytes});
+    for (int64_t j = 0; j < parts; ++j) {
+      const int64_t begin = v.rank() ? v.dim(0) * j / parts : 0;
+      const int64_t end = v.rank() ? v.dim(0) * (j + 1) / parts : 0;
+      pieces.push_back({i, begin, end - begin, parts == 1});
+    }
+  }
+  return pieces;
+}
+
+/** PsScope's choices first, then the placement's for the other pieces. */
+std::vector<int> place(const NamedVariables& vars,
+                       const std::vector<detail::Piece>& pieces, int num_ps,
+                       const Placement& p) {
+  std::vector<int> owner(pieces.size(), -1);
+  std::vector<int64_t> load(num_ps, 0);
+  const auto bytes = [&](size_t q) {
+    const Variable& v = vars[pieces[q].var].second;
+    const int64_t row =
+        v.rank() ? v.numel() / std::max<int64_t>(v.dim(0), 1) : 1;
+    const int64_t n = pieces[q].whole ? v.numel() : pieces[q].rows * row;
+    return n * int64_t(itemsize(v.dtype()));
+  };
+  for (size_t q = 0; q < pieces.size(); ++q) {
+    const auto& [name, v] = vars[pieces[q].var];
+    const int k = detail::pinned_task(v);
     if (k >= num_ps)
       throw op_error<ValueError>("create", "expected PsScope tasks in [0, ",
-                                 num_ps, ") (the ps tasks), variable \"",
-                                 vars[i].first, "\" has ", k);
+                                 num_ps, ") (the ps tasks), variable \"", name,
+                                 "\" has ", k);
     if (k < 0) continue;
-    owner[i] = k;
-    load[k] += bytes(i);
+    owner[q] = k;
+    load[k] += bytes(q);
   }
   std::vector<size_t> rest;
-  for (size_t i = 0; i < vars.size(); ++i)
-    if (owner[i] < 0) rest.push_back(i);
+  for (size_t q = 0; q < pieces.size(); ++q)
+    if (owner[q] < 0) rest.push_back(q);
   if (p.kind == Placement::Kind::round_robin) {
     for (size_t j = 0; j < rest.size(); ++j) owner[rest[j]] = int(j % num_ps);
     return owner;
   }
   std::stable_sort(rest.begin(), rest.end(),
                    [&](size_t a, size_t b) { return bytes(a) > bytes(b); });
-  for (size_t i : rest) {
+  for (size_t q : rest) {
     const int k =
         int(std::min_element(load.begin(), load.end()) - load.begin());
-    owner[i] = k;
-    load[k] += bytes(i);
+    owner[q] = k;
+    load[k] += bytes(q);
   }
   return owner;
 }
@@ -178,7 +216,8 @@ void ParameterClient::create(const NamedVariables& variables,
     s.optimizer = make_optimizer();
     return;
   }
-  s.owner = place(variables, s.num_ps, placement);
+  s.pieces = cut(variables, s.num_ps, placement);
+  s.owner = place(variables, s.pieces, s.num_ps, placement);
   detail::check_mpi(MPI_Comm_dup(world().state()->comm, &s.comm), kOp);
   const TaskSpec& task = s.server->task;
   const int chief = s.worker_rank(0);
@@ -186,8 +225,9 @@ void ParameterClient::create(const NamedVariables& variables,
   const int64_t resume = detail::latest_committed(s.options.checkpoint_dir);
   s.resumed_step = std::max<int64_t>(resume, 0);
   if (task.job_name == "ps") {
-    for (size_t i : s.owned_by(task.task_index))
-      s.shard.push_back(Variable(variables[i].second.cpu().contiguous()));
+    for (size_t p : s.owned_by(task.task_index))
+      s.shard.push_back(Variable(
+          s.piece_of(variables[s.pieces[p].var].second, p).cpu().contiguous()));
     s.optimizer = make_optimizer();
     s.optimizer->build(s.shard);
     if (!s.shard.empty() && resume >= 0) {
@@ -203,7 +243,9 @@ void ParameterClient::create(const NamedVariables& variables,
       detail::check_mpi(MPI_Recv(values.data(), bytes, MPI_BYTE, chief,
                                  detail::kInit, s.comm, MPI_STATUS_IGNORE),
                         kOp);
-      detail::unpack_into(values.data(), values.size(), s.shard, kOp);
+      detail::unpack_into(values.data(), values.size(),
+                          std::vector<Tensor>(s.shard.begin(), s.shard.end()),
+                          kOp);
     }
     std::weak_ptr<detail::PsState> weak = s_;
     s.server->serve.push_back([weak] {
@@ -212,7 +254,8 @@ void ParameterClient::create(const NamedVariables& variables,
   } else if (task.job_name == "worker" && task.task_index == 0 && resume < 0) {
     for (int k = 0; k < s.num_ps; ++k) {
       std::vector<Tensor> values;
-      for (size_t i : s.owned_by(k)) values.push_back(s.created[i]);
+      for (size_t p : s.owned_by(k))
+        values.push_back(s.piece_of(s.created[s.pieces[p].var], p));
       if (values.empty()) continue;
       detail::send_parts({}, values, k, detail::kInit, s.comm, kOp);
     }
@@ -251,8 +294,9 @@ void ParameterClient::pull(const std::vector<Variable>& params,
                                 msg.size(), " bytes");
     std::memcpy(&step, msg.data(), sizeof step);
     lowest = std::min(lowest, step);
-    std::vector<Variable> into;
-    for (size_t i : mine) into.push_back(params[i]);
+    std::vector<Tensor> into;
+    for (size_t p : mine)
+      into.push_back(s.piece_of(params[s.pieces[p].var], p));
     detail::unpack_into(msg.data() + sizeof step, msg.size() - sizeof step,
                         into, kOp);
   }
@@ -284,12 +328,14 @@ void ParameterClient::push(const std::vector<Tensor>& grads) {
     std::vector<char> msg(sizeof s.global_step);
     std::memcpy(msg.data(), &s.global_step, sizeof s.global_step);
     std::vector<Tensor> defined;
-    for (size_t i : mine) {
+    for (size_t p : mine) {
+      const size_t i = s.pieces[p].var;
       msg.push_back(grads[i].defined());
       if (grads[i].defined())
-        defined.push_back(grads[i].dtype() == s.created[i].dtype()
-                              ? grads[i]
-                              : grads[i].cast(s.created[i].dtype()));
+        defined.push_back(s.piece_of(grads[i].dtype() == s.created[i].dtype()
+                                         ? grads[i]
+                                         : grads[i].cast(s.created[i].dtype()),
+                                     p));
     }
     detail::InFlight flight(kOp, uint64_t(s.clock));
     detail::send_parts(msg, defined, k, detail::kPush, s.comm, kOp);
@@ -354,7 +400,19 @@ int ParameterClient::owner(size_t i) const {
   if (i >= s_->created.size())
     throw op_error<IndexError>("owner", "expected a variable index in [0, ",
                                s_->created.size(), "), got ", i);
-  return s_->server->local ? 0 : s_->owner[i];
+  if (s_->server->local) return 0;
+  for (size_t p = 0; p < s_->pieces.size(); ++p)
+    if (s_->pieces[p].var == i) return s_->owner[p];
+  return 0;
+}
+
+int ParameterClient::parts(size_t i) const {
+  if (i >= s_->created.size())
+    throw op_error<IndexError>("parts", "expected a variable index in [0, ",
+                               s_->created.size(), "), got ", i);
+  int n = 0;
+  for (const detail::Piece& p : s_->pieces) n += p.var == i;
+  return std::max(n, 1);
 }
 int64_t ParameterClient::clock() const {
   return s_->clock;

@@ -18,13 +18,21 @@ namespace tapeflow::dist::detail {
 // a defined-flag per variable, then the defined gradients.
 enum PsTag : int { kInit = 101, kPull, kValues, kPush, kDone, kSave, kSaved };
 
+/** A variable, or rows [begin, begin + rows) of it when it is split. */
+struct Piece {
+  size_t var;
+  int64_t begin, rows;
+  bool whole;
+};
+
 struct PsState {
   std::shared_ptr<ServerState> server;
   PsOptions options;
   MPI_Comm comm = MPI_COMM_NULL;
   int num_ps = 0, num_workers = 0;
   std::vector<Variable> created;  // what create() was given (local copies)
-  std::vector<int> owner;         // per variable, its ps task
+  std::vector<Piece> pieces;      // what the ps tasks hold
+  std::vector<int> owner;         // per piece, its ps task
   // On a ps task: the variables it holds and their optimizer.
   std::vector<Variable> shard;
   std::unique_ptr<optim::Optimizer> optimizer;
@@ -36,8 +44,10 @@ struct PsState {
   bool done = false;
 
   ~PsState();
-  /** Indices of the variables ps task k holds, in order. */
+  /** Indices of the pieces ps task k holds, in order. */
   std::vector<size_t> owned_by(int k) const;
+  /** Piece p's part of `t` (a variable, its gradient): a view of its rows. */
+  Tensor piece_of(const Tensor& t, size_t p) const;
   int worker_rank(int w) const { return num_ps + w; }
   bool sync() const { return options.replicas_to_aggregate > 0; }
 };
@@ -49,9 +59,10 @@ struct PsState {
 void send_parts(const std::vector<char>& header,
                 const std::vector<Tensor>& parts, int dest, int tag,
                 MPI_Comm comm, const char* op);
-/** Writes consecutive values from `data` into each variable, in place. */
-void unpack_into(const char* data, size_t size,
-                 const std::vector<Variable>& into, const char* op);
+/** Writes consecutive values from `data` into each tensor (or view), in
+ * place. */
+void unpack_into(const char* data, size_t size, const std::vector<Tensor>& into,
+                 const char* op);
 
 /** The ps task a PsScope gave `v` at its creation, or -1. */
 int pinned_task(const Variable& v);

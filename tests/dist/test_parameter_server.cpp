@@ -218,6 +218,42 @@ TEST_CASE("placement: round robin, greedy by bytes, and PsScope") {
   }
 }
 
+TEST_CASE("a large variable split across the ps tasks pulls and pushes whole") {
+  if (!cluster_run()) return;
+  dist::Server server(dist::ClusterSpec::from_world(num_ps()));
+  const int workers = server.cluster().num_tasks("worker");
+  // 6 x 3 float32 = 72 bytes, >= 2 * 8: one part per ps task (rows 3 + 3).
+  tpf::Variable big(tpf::reshape(tpf::arange(0.0, 18.0), {6, 3}));
+  tpf::Variable small(tpf::zeros({2}));
+  dist::ParameterClient ps(server, {.replicas_to_aggregate = workers});
+  ps.create(
+      {{"big", big}, {"small", small}},
+      [] { return std::make_unique<tpf::optim::SGD>(1.0); },
+      dist::Placement::greedy_bytes({.min_shard_bytes = 8}));
+  CHECK(ps.parts(0) == num_ps());
+  CHECK(ps.parts(1) == 1);
+  if (server.job_name() == "ps") {
+    server.join();
+    return;
+  }
+  dist::SyncReplicasOptimizer sync(ps);
+  const std::vector<tpf::Variable> params = {big, small};
+  ps.pull(params);
+  for (int step = 0; step < 10; ++step) {
+    // Row r of the gradient is r + 1: each part must land on its rows.
+    const auto g =
+        tpf::broadcast_to(tpf::reshape(tpf::arange(1.0, 7.0), {6, 1}), {6, 3});
+    sync.apply_gradients({g, tpf::ones({2})}, params);
+  }
+  const auto want =
+      tpf::reshape(tpf::arange(0.0, 18.0), {6, 3}) -
+      tpf::broadcast_to(tpf::reshape(tpf::arange(1.0, 7.0), {6, 1}), {6, 3}) *
+          10.0;
+  CHECK_CLOSE(big, want, 0.0, 1e-4);
+  CHECK_CLOSE(small, tpf::full({2}, -10.0), 0.0, 1e-5);
+  ps.done();
+}
+
 TEST_CASE("a local server: one process, both roles, no transport") {
   dist::Server server = dist::Server::create_local_server();
   CHECK(server.is_local());

@@ -25,14 +25,29 @@ namespace tapeflow::dist {
 using NamedVariables = std::vector<std::pair<std::string, Variable>>;
 using OptimizerFactory = std::function<std::unique_ptr<optim::Optimizer>()>;
 
-/** Which ps task holds each variable. */
+/** How Placement splits large variables. */
+struct PlacementOptions {
+  /**
+   * TF's MinSizePartitioner: a variable of at least twice this many bytes
+   * is split along dimension 0 into min(ps tasks, rows, bytes / this)
+   * parts, placed like variables of their own (0: never split).
+   */
+  int64_t min_shard_bytes = 0;
+};
+
+/** Which ps task holds each variable (or part of one). */
 struct Placement {
   enum class Kind { round_robin, greedy_bytes };
   Kind kind = Kind::round_robin;
-  /** Variable i on ps task i % P (TF's default). */
-  static Placement round_robin() { return {Kind::round_robin}; }
+  PlacementOptions options = {};
+  /** Part i on ps task i % P (TF's default). */
+  static Placement round_robin(PlacementOptions o = {}) {
+    return {Kind::round_robin, o};
+  }
   /** Largest first, each onto the ps task holding the fewest bytes. */
-  static Placement greedy_bytes() { return {Kind::greedy_bytes}; }
+  static Placement greedy_bytes(PlacementOptions o = {}) {
+    return {Kind::greedy_bytes, o};
+  }
 };
 
 struct PsOptions {
@@ -105,8 +120,10 @@ class ParameterClient {
   /** The global step create() resumed from (0: a fresh start). */
   int64_t resumed_step() const;
 
-  /** The ps task holding variable i. */
+  /** The ps task holding variable i (its first part, if split). */
   int owner(size_t i) const;
+  /** How many parts variable i was split into (1: not split). */
+  int parts(size_t i) const;
   /** This worker's pushes so far. */
   int64_t clock() const;
   /** The global step of the values last pulled (the lowest over ps tasks). */
