@@ -20,11 +20,15 @@ int main(int argc, char** argv) {
                  "workers)");
   app.add_flag("--sync-replicas", sync_replicas,
                "with --ps: aggregate every worker's gradients per step");
+  int num_workers = 0;
+  app.add_option("--workers", num_workers,
+                 "with --ps: the workers (must be mpirun's ranks minus --ps)");
   CLI11_PARSE(app, argc, argv);
   try {
     if (num_ps > 0) {
 #ifdef TAPEFLOW_SAMPLES_DIST
-      samples::setup_parameter_servers(config, num_ps, sync_replicas);
+      samples::setup_parameter_servers(config, num_ps, num_workers,
+                                       sync_replicas);
 #else
       throw tapeflow::ValueError(
           "[--ps] this build has no tpf::dist (Open MPI was not found when it "

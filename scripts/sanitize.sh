@@ -4,9 +4,9 @@
 #    its first report), each fuzz corpus replayed through the instrumented
 #    library (tests/fuzz/replay_main.cpp);
 #  - build-tsan/: libtapeflow under ThreadSanitizer and the tests that run
-#    threads: tpf::data's pipelines and queues (suite data) and tapes used
-#    across threads. OpenMP's runtime is not instrumented, so kernels run on
-#    one thread there.
+#    threads: tpf::data's pipelines and queues (suite data), tapes used
+#    across threads, and the parameter-server tests that need no MPI. OpenMP's
+#    runtime is not instrumented, so kernels run on one thread there.
 # Both build with g++, without CUDA, samples or benchmarks. Rerunning
 # rebuilds what changed.
 set -euo pipefail
@@ -30,11 +30,12 @@ UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
   --timeout-multiplier 4 || true
 
 threaded=(tests/test_data tests/test_data_threads tests/test_data_files
-          tests/test_tape_threads)
+          tests/test_tape_threads tests/dist/test_dist_parameter_server)
 ninja -C build-tsan "${threaded[@]}"
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 OMP_NUM_THREADS=1 \
   meson test -C build-tsan --no-rebuild --print-errorlogs \
-  --timeout-multiplier 4 data data_threads data_files tape_threads || true
+  --timeout-multiplier 4 data data_threads data_files tape_threads \
+  dist_parameter_server_plain || true
 
 python3 tools/ci_summary.py build-asan/meson-logs/testlog.json \
   build-tsan/meson-logs/testlog.json

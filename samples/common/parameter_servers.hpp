@@ -1,5 +1,6 @@
 #pragma once
-// --ps N: the seeds' parameter-server MNIST. Under mpirun -np N+W, ranks
+// --ps N [--workers W]: the seeds' parameter-server MNIST. Under mpirun
+// -np N+W, ranks
 // 0..N-1 are ps tasks holding the weights and applying SGD, the other W are
 // workers that pull the weights, push their gradients, and train on slice w
 // of every global batch of --batch-size images. --sync-replicas aggregates
@@ -12,12 +13,16 @@
 
 namespace samples {
 
-inline void setup_parameter_servers(TrainConfig& c, int num_ps,
+inline void setup_parameter_servers(TrainConfig& c, int num_ps, int num_workers,
                                     bool sync_replicas) {
   namespace dist = tpf::dist;
   auto server =
       std::make_shared<dist::Server>(dist::ClusterSpec::from_world(num_ps));
   const int workers = server->cluster().num_tasks("worker");
+  if (num_workers > 0 && num_workers != workers)
+    throw tpf::ValueError("[--workers] expected " + std::to_string(workers) +
+                          " (mpirun's ranks minus --ps), got " +
+                          std::to_string(num_workers));
   if (c.batch_size % workers != 0)
     throw tpf::ValueError(
         "[--ps] expected a --batch-size that is a multiple "

@@ -43,7 +43,8 @@ void set_visible_devices(const std::vector<int>& ordinals) {
       throw op_error<ValueError>(op,
                                  "expected distinct device ordinals >= 0, got ",
                                  o, o < 0 ? "" : " twice");
-    list += (list.empty() ? "" : ",") + std::to_string(o);
+    if (!list.empty()) list += ',';
+    list += std::to_string(o);
   }
   if (cuda_load_attempted())
     throw op_error<DeviceError>(

@@ -105,7 +105,9 @@ void finalize(int status, void*) {
   MPI_Finalized(&finalized);
   if (!runtime().we_initialized || finalized) return;
   {
-    detail::InFlight flight("finalize", 0);
+    // A rank done early waits here for the others' last steps (a parameter
+    // server's workers finish apart): the long timeout applies.
+    detail::InFlight flight("finalize", 0, true);
     MPI_Finalize();
   }
   detail::stop_watchdog();

@@ -23,6 +23,7 @@ struct Entry {
   const char* op;
   uint64_t seq;
   Clock::time_point start;
+  bool long_wait;
   bool warned = false;
 };
 
@@ -58,9 +59,9 @@ Watchdog& dog() {
 void check_ages(Watchdog& w, std::unique_lock<std::mutex>&) {
   // Before step one completes only the first-step timeout applies; a short
   // TAPEFLOW_DIST_TIMEOUT set for a test still applies when it is the larger.
-  const double limit = current_timeout();
   const auto now = Clock::now();
   for (auto& [id, e] : w.in_flight) {
+    const double limit = e.long_wait ? w.first_timeout : current_timeout();
     const double age = std::chrono::duration<double>(now - e.start).count();
     if (age >= limit) {
       char why[160];
@@ -150,13 +151,13 @@ void end_job(const std::string& why) {
   std::_Exit(kWatchdogExit);
 }
 
-InFlight::InFlight(const char* op, uint64_t seq) {
+InFlight::InFlight(const char* op, uint64_t seq, bool long_wait) {
   Watchdog& w = dog();
   w.last_op = op;
   w.last_seq = seq;
   std::lock_guard lock(w.mu);
   id_ = w.next_id++;
-  w.in_flight.emplace(id_, Entry{op, seq, Clock::now()});
+  w.in_flight.emplace(id_, Entry{op, seq, Clock::now(), long_wait});
 }
 
 void InFlight::end() {

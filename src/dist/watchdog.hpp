@@ -26,10 +26,14 @@ double current_timeout();
 /** Prints "[dist] rank R: <why>; ending the job" and ends it with status 75. */
 [[noreturn]] void end_job(const std::string& why);
 
-/** An operation in flight, from construction to end() or destruction. */
+/**
+ * An operation in flight, from construction to end() or destruction.
+ * `long_wait`: one that may legitimately wait for slower ranks (MPI_Finalize
+ * waits for every rank to finish its work): it gets the first-step timeout.
+ */
 class InFlight {
  public:
-  InFlight(const char* op, uint64_t seq);
+  InFlight(const char* op, uint64_t seq, bool long_wait = false);
   ~InFlight() { end(); }
   InFlight(const InFlight&) = delete;
   InFlight& operator=(const InFlight&) = delete;

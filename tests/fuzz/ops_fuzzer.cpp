@@ -7,6 +7,7 @@
 // in place between uses. Every call must return a tensor whose size adds up,
 // or throw a tapeflow::Error: a crash, a sanitizer report, another exception
 // or a hang is a bug in the op.
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdint>
@@ -118,12 +119,16 @@ struct Pool {
   }
 };
 
-/** The shape's element count, computed without wrapping, matches numel(). */
+/** The shape's element count, computed without wrapping, matches numel().
+ * A 0 extent empties the tensor whatever the others are: (2, 2^63-1, 0) is
+ * a valid empty shape, so the product is taken only when none is 0. */
 void check_size(const tpf::Tensor& t) {
   if (!t.defined()) return;
-  int64_t n = 1;
-  for (int64_t d : t.shape()) {
-    if (d < 0 || __builtin_mul_overflow(n, d, &n)) std::abort();
+  const auto dims = t.shape();
+  const bool empty = std::find(dims.begin(), dims.end(), 0) != dims.end();
+  int64_t n = empty ? 0 : 1;
+  for (int64_t d : dims) {
+    if (d < 0 || (!empty && __builtin_mul_overflow(n, d, &n))) std::abort();
   }
   if (n != t.numel()) std::abort();
   if (n <= 4096) (void)t.to_vector<double>();  // reads every element
@@ -339,7 +344,8 @@ const bool trace = std::getenv("TPF_FUZZ_TRACE") != nullptr;
 void trace_step(size_t index, const Pool& pool) {
   std::fprintf(stderr, "step %zu on", index);
   for (const tpf::Tensor& t : pool.tensors)
-    std::fprintf(stderr, " %s%s", std::string(tpf::dtype_name(t.dtype())).c_str(),
+    std::fprintf(stderr, " %s%s",
+                 std::string(tpf::dtype_name(t.dtype())).c_str(),
                  t.shape().str().c_str());
   std::fprintf(stderr, "\n");
 }

@@ -21,7 +21,10 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
 echo "fuzzing $(basename "$fuzzer") for ${seconds}s (artifacts: $artifacts)"
 set +e
+# libFuzzer's own exit status for a finding is 77, which meson reads as
+# SKIP: findings must fail the test.
 "$fuzzer" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+  -error_exitcode=1 -timeout_exitcode=1 \
   -max_len=65536 -print_final_stats=1 -artifact_prefix="$artifacts/" \
   "$work/corpus" >"$work/log" 2>&1
 status=$?

@@ -43,11 +43,15 @@ class Shape {
     for (int64_t i = rank_; i < n; ++i) dims_[i] = value;
     rank_ = static_cast<int8_t>(n);
   }
-  /** Product of the extents (1 for rank 0). */
+  /**
+   * Product of the extents (1 for rank 0). Unsigned, so that an empty shape
+   * such as (2, 2^63 - 1, 0) multiplies without overflow (the product is 0
+   * modulo 2^64 too); a shape without a 0 was checked when it was made.
+   */
   int64_t numel() const {
-    int64_t n = 1;
-    for (int i = 0; i < rank_; ++i) n *= dims_[i];
-    return n;
+    uint64_t n = 1;
+    for (int i = 0; i < rank_; ++i) n *= static_cast<uint64_t>(dims_[i]);
+    return static_cast<int64_t>(n);
   }
   std::vector<int64_t> to_vector() const { return {begin(), end()}; }
   std::string str() const;
