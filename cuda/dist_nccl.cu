@@ -9,6 +9,7 @@
 #include <cstring>
 #include <vector>
 
+#include "core/dtype_dispatch.hpp"
 #include "dist/fold_math.hpp"
 #include "dist/nccl_api.hpp"
 #include "tapeflow/core/dtype.hpp"
@@ -64,23 +65,6 @@ ncclRedOp_t nccl_op(int op, int dtype) {
   return ncclMin;
 }
 
-template <class F>
-void with_type(int dtype, F&& f) {
-  switch (static_cast<DType>(dtype)) {
-    case DType::bool_:
-      return f(uint8_t{});
-    case DType::int32:
-      return f(int32_t{});
-    case DType::int64:
-      return f(int64_t{});
-    case DType::float32:
-      return f(float{});
-    case DType::float64:
-      break;
-  }
-  f(double{});
-}
-
 /** acc[i] = blocks[0][i] op blocks[1][i] op ... in rank order. */
 template <ReduceOp Op, class T>
 __global__ void fold_kernel(T* acc, const T* blocks, int64_t count, int ranks) {
@@ -107,7 +91,7 @@ int grid_for(int64_t n) {
 int fold(int op, int dtype, void* acc, const void* blocks, int64_t count,
          int ranks) {
   if (count == 0) return 0;
-  with_type(dtype, [&](auto zero) {
+  dispatch_all(static_cast<DType>(dtype), [&](auto zero) {
     using T = decltype(zero);
     auto* a = static_cast<T*>(acc);
     const auto* b = static_cast<const T*>(blocks);
@@ -133,7 +117,7 @@ int fold(int op, int dtype, void* acc, const void* blocks, int64_t count,
 int finish_mean(int dtype, void* data, int64_t count, int ranks) {
   if (count == 0 || ranks == 1 || static_cast<DType>(dtype) == DType::bool_)
     return 0;
-  with_type(dtype, [&](auto zero) {
+  dispatch_all(static_cast<DType>(dtype), [&](auto zero) {
     using T = decltype(zero);
     mean_kernel<<<grid_for(count), 256, 0, kStream>>>(static_cast<T*>(data),
                                                       count, ranks);

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "common/models.hpp"
+#include "silent_reporter.hpp"
 #include "tapeflow/dist.hpp"
 #include "tapeflow/tapeflow.hpp"
 
@@ -114,13 +115,6 @@ void register_all() {
   }
 }
 
-/** Ranks other than 0 run every case but print nothing. */
-class Silent : public benchmark::BenchmarkReporter {
- public:
-  bool ReportContext(const Context&) override { return true; }
-  void ReportRuns(const std::vector<Run>&) override {}
-};
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -138,7 +132,7 @@ int main(int argc, char** argv) {
   if (dist::world().rank() == 0) {
     benchmark::RunSpecifiedBenchmarks();
   } else {
-    Silent silent;
+    SilentReporter silent;
     benchmark::RunSpecifiedBenchmarks(&silent);
   }
   benchmark::Shutdown();

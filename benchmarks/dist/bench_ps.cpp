@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <string>
 
+#include "silent_reporter.hpp"
 #include "tapeflow/dist.hpp"
 #include "tapeflow/tapeflow.hpp"
 
@@ -47,13 +48,6 @@ void BM_ps_roundtrip(benchmark::State& state, dist::Server* server) {
   state.counters["workers"] = server->cluster().num_tasks("worker");
 }
 
-/** Ranks other than the reporting one run every case but print nothing. */
-class Silent : public benchmark::BenchmarkReporter {
- public:
-  bool ReportContext(const Context&) override { return true; }
-  void ReportRuns(const std::vector<Run>&) override {}
-};
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -69,7 +63,7 @@ int main(int argc, char** argv) {
   if (server.is_chief()) {
     benchmark::RunSpecifiedBenchmarks();
   } else {
-    Silent silent;
+    SilentReporter silent;
     benchmark::RunSpecifiedBenchmarks(&silent);
   }
   if (server.job_name() == "ps") {

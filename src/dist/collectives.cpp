@@ -105,19 +105,29 @@ void post_canonical_all_reduce(const std::shared_ptr<CommState>& cs,
       });
 }
 
+/**
+ * What all_reduce and reduce_scatter check before they start (after the
+ * collective in flight is done); returns the element count.
+ */
+int64_t begin_reduction(CommState& c, const Tensor& t, ReduceOp op, Order order,
+                        const char* op_name) {
+  detail::check_defined(t, op_name);
+  detail::check_reducible(t.dtype(), op, op_name);
+  const int64_t n = t.numel();
+  detail::mpi_count(n, op_name);
+  detail::settle(c);
+  detail::check_agreement(c, op_name, n, t.dtype(), op_and_order(op, order),
+                          "reduce op and order");
+  return n;
+}
+
 }  // namespace
 
 Work Communicator::start_all_reduce(const Tensor& t, ReduceOp op, Order order,
                                     bool blocking) {
   constexpr const char* kOp = "all_reduce";
   CommState& c = *state_;
-  detail::check_defined(t, kOp);
-  detail::check_reducible(t.dtype(), op, kOp);
-  const int64_t n = t.numel();
-  detail::mpi_count(n, kOp);
-  detail::settle(c);
-  detail::check_agreement(c, kOp, n, t.dtype(), op_and_order(op, order),
-                          "reduce op and order");
+  const int64_t n = begin_reduction(c, t, op, order, kOp);
   NoGradGuard no_grad;
   auto w = std::make_shared<WorkState>(kOp, ++c.seq, blocking);
   detail::track(c, w);
@@ -202,17 +212,11 @@ Work Communicator::start_reduce_scatter(const Tensor& t, ReduceOp op,
                                         Order order, bool blocking) {
   constexpr const char* kOp = "reduce_scatter";
   CommState& c = *state_;
-  detail::check_defined(t, kOp);
-  detail::check_reducible(t.dtype(), op, kOp);
-  if (t.rank() == 0 || t.dim(0) % c.size != 0)
+  if (t.defined() && (t.rank() == 0 || t.dim(0) % c.size != 0))
     throw op_error<ShapeError>(kOp, "expected dimension 0 to be a multiple of ",
                                c.size, " (the ranks), got shape ",
                                t.shape().str());
-  const int64_t n = t.numel();
-  detail::mpi_count(n, kOp);
-  detail::settle(c);
-  detail::check_agreement(c, kOp, n, t.dtype(), op_and_order(op, order),
-                          "reduce op and order");
+  const int64_t n = begin_reduction(c, t, op, order, kOp);
   NoGradGuard no_grad;
   const HostView v = detail::host_view(t, kOp, false);
   std::vector<int64_t> dims(t.shape().begin(), t.shape().end());

@@ -83,26 +83,26 @@ Work Communicator::barrier_async() {
   return Work(std::move(w));
 }
 
+namespace {
+
+/** A message's checks, and its element count as MPI takes it. */
+int message_count(const CommState& c, const Tensor& t, int peer, const char* op,
+                  const char* role) {
+  detail::check_defined(t, op);
+  detail::check_peer(peer, c.size, c.rank, true, op, role);
+  return detail::mpi_count(t.numel(), op);
+}
+
+}  // namespace
+
 void Communicator::send(const Tensor& t, int dst, int tag) {
-  constexpr const char* kOp = "send";
-  CommState& c = *state_;
-  detail::check_defined(t, kOp);
-  detail::check_peer(dst, c.size, c.rank, true, kOp, "destination");
-  const int n = detail::mpi_count(t.numel(), kOp);
-  NoGradGuard no_grad;
-  const HostView v = detail::host_view(t, kOp, false);
-  detail::InFlight flight(kOp, ++c.seq);
-  detail::check_mpi(
-      MPI_Send(v.data(), n, detail::mpi_type(t.dtype()), dst, tag, c.comm),
-      kOp);
+  send_async(t, dst, tag).wait();
 }
 
 Work Communicator::send_async(const Tensor& t, int dst, int tag) {
   constexpr const char* kOp = "send";
   CommState& c = *state_;
-  detail::check_defined(t, kOp);
-  detail::check_peer(dst, c.size, c.rank, true, kOp, "destination");
-  const int n = detail::mpi_count(t.numel(), kOp);
+  const int n = message_count(c, t, dst, kOp, "destination");
   NoGradGuard no_grad;
   const HostView v = detail::host_view(t, kOp, false);
   auto w = std::make_shared<WorkState>(kOp, ++c.seq, false);
@@ -130,9 +130,7 @@ DistError size_mismatch(const Tensor& t, int src, int tag, int64_t bytes) {
 void Communicator::recv(const Tensor& t, int src, int tag) {
   constexpr const char* kOp = "recv";
   CommState& c = *state_;
-  detail::check_defined(t, kOp);
-  detail::check_peer(src, c.size, c.rank, true, kOp, "source");
-  const int n = detail::mpi_count(t.numel(), kOp);
+  const int n = message_count(c, t, src, kOp, "source");
   const MPI_Datatype type = detail::mpi_type(t.dtype());
   NoGradGuard no_grad;
   detail::InFlight flight(kOp, ++c.seq);
@@ -155,9 +153,7 @@ void Communicator::recv(const Tensor& t, int src, int tag) {
 Work Communicator::recv_async(const Tensor& t, int src, int tag) {
   constexpr const char* kOp = "recv";
   CommState& c = *state_;
-  detail::check_defined(t, kOp);
-  detail::check_peer(src, c.size, c.rank, true, kOp, "source");
-  const int n = detail::mpi_count(t.numel(), kOp);
+  const int n = message_count(c, t, src, kOp, "source");
   NoGradGuard no_grad;
   const HostView v = detail::host_view(t, kOp, true);
   auto w = std::make_shared<WorkState>(kOp, ++c.seq, false);
