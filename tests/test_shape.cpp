@@ -61,6 +61,21 @@ TEST_CASE("shape ops: forward, strided, float32 and gradcheck") {
        [](const Ts& in) { return tpf::squeeze(tpf::expand_dims(in[0], 1)); },
        {x},
        x},
+      {"stack",
+       [](const Ts& in) {
+         return tpf::stack({in[0], in[0] * 2.0}, 1);
+       },
+       {x},
+       tpf::reshape(tpf::tensor({0.5, -1.25, 2.0, 1.0, -2.5, 4.0, 1.5, 0.25,
+                                 -0.75, 3.0, 0.5, -1.5}),
+                    {2, 2, 3})},
+      {"unstack_restack",
+       [](const Ts& in) {
+         auto cols = tpf::unstack(in[0], 1);  // 3 columns of 2
+         return tpf::stack({cols[2], cols[0] * cols[1]}, 0);
+       },
+       {x},
+       tpf::tensor({{2.0, -0.75}, {-0.625, 0.375}})},
   };
   for (const auto& c : cases) testing::run_op_case(c);
 }
@@ -122,6 +137,15 @@ TEST_CASE("shape op errors name the op, expected and actual") {
   CHECK_THROWS_AS(tpf::split(x, 2, 1), tpf::ShapeError);
   CHECK_THROWS_AS(tpf::squeeze(x, {0}), tpf::ShapeError);
   CHECK_THROWS_AS(tpf::broadcast_to(x, {3, 3}), tpf::ShapeError);
+  testing::expect_error<tpf::ShapeError>(
+      [&] {
+        (void)tpf::stack({x, tpf::ones({3, 2})});
+      },
+      "[stack]");
+  testing::expect_error<tpf::ValueError>([&] { (void)tpf::stack({}); },
+                                         "[stack]");
+  testing::expect_error<tpf::IndexError>([&] { (void)tpf::unstack(x, 2); },
+                                         "[unstack]");
   try {
     (void)tpf::reshape(x, {4, 2});
   } catch (const tpf::ShapeError& e) {
@@ -162,6 +186,16 @@ TEST_CASE("degenerate inputs: OpCase rows") {
           "split_empty_batch",
           [](const Ts& in) { return tpf::split(in[0], 2, 0)[1]; },
           {zeros64({0, 3})}, zeros64({0, 3})),
+      degenerate(
+          "stack_empty",
+          [](const Ts& in) {
+            return tpf::stack({in[0], in[0]}, 2);
+          },
+          {zeros64({0, 3})}, zeros64({0, 3, 2})),
+      degenerate(
+          "unstack_empty_rows",
+          [](const Ts& in) { return tpf::unstack(in[0], 1)[0]; },
+          {zeros64({0, 2})}, zeros64({0})),
       degenerate(
           "gather_no_indices",
           [](const Ts& in) {

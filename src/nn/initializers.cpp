@@ -1,11 +1,14 @@
 #include "tapeflow/nn/initializers.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "tapeflow/core/error.hpp"
 #include "tapeflow/creation.hpp"
 #include "tapeflow/ops/math.hpp"
 #include "tapeflow/ops/reduce.hpp"
+#include "tapeflow/ops/shape.hpp"
 
 namespace tapeflow::nn {
 namespace {
@@ -100,6 +103,52 @@ Initializer zeros_initializer() {
 Initializer constant(double value) {
   return [value](const Shape& shape, int64_t, int64_t, DType dtype) {
     return full(shape, value, dtype);
+  };
+}
+
+Initializer random_uniform_initializer(double minval, double maxval,
+                                       Seed seed) {
+  if (!(minval < maxval))
+    throw ValueError(
+        "[random_uniform_initializer] expected minval < maxval, "
+        "got " +
+        std::to_string(minval) + " and " + std::to_string(maxval));
+  return [=](const Shape& shape, int64_t, int64_t, DType dtype) mutable {
+    return stateless_random_uniform(shape, draw_seed(seed), minval, maxval,
+                                    dtype);
+  };
+}
+
+Initializer orthogonal(double gain, Seed seed) {
+  return [=](const Shape& shape, int64_t, int64_t, DType dtype) mutable {
+    if (shape.size() < 2)
+      throw ValueError("[orthogonal] expected a shape of rank >= 2, got " +
+                       shape.str());
+    // Keras: a normal draw as a (rows, cols) matrix, Q of its QR (of the
+    // transpose when wide) with column signs from R's diagonal. Modified
+    // Gram-Schmidt over the long side gives the same Q.
+    const int64_t cols = shape.back();
+    const int64_t rows = shape.numel() / std::max<int64_t>(cols, 1);
+    const int64_t n = std::max(rows, cols), k = std::min(rows, cols);
+    std::vector<double> q =
+        stateless_random_normal({k, n}, draw_seed(seed), 0.0, 1.0, float64)
+            .to_vector<double>();  // k vectors of length n
+    for (int64_t j = 0; j < k; ++j) {
+      double* v = q.data() + j * n;
+      for (int64_t p = 0; p < j; ++p) {
+        const double* u = q.data() + p * n;
+        double dot = 0;
+        for (int64_t i = 0; i < n; ++i) dot += u[i] * v[i];
+        for (int64_t i = 0; i < n; ++i) v[i] -= dot * u[i];
+      }
+      double norm = 0;
+      for (int64_t i = 0; i < n; ++i) norm += v[i] * v[i];
+      norm = std::sqrt(norm);
+      for (int64_t i = 0; i < n; ++i) v[i] /= norm > 0 ? norm : 1.0;
+    }
+    Tensor m = from_vector(q, {k, n});                // orthonormal rows
+    if (rows >= cols) m = transpose(m).contiguous();  // orthonormal columns
+    return cast(reshape(m * gain, shape), dtype);
   };
 }
 

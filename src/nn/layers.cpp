@@ -126,8 +126,13 @@ void Sequential::append(std::shared_ptr<Module> layer) {
 }
 
 Tensor Sequential::forward(const Tensor& x) {
-  Tensor y = x;
-  for (const auto& layer : children()) y = (*layer)(y);
+  Tensor y = x, mask;
+  for (const auto& layer : children()) {
+    const Tensor in = y;
+    layer->build_for(in.shape(), in.device());
+    y = mask.defined() ? layer->forward_masked(in, mask) : layer->forward(in);
+    mask = layer->output_mask(in, mask);
+  }
   return y;
 }
 

@@ -9,12 +9,15 @@ Module::Module(std::string type, std::string name)
     : type_(std::move(type)), name_(name.empty() ? type_ : std::move(name)) {}
 
 Tensor Module::operator()(const Tensor& x) {
-  if (!built_) {
-    build(x.shape());
-    built_ = true;
-    to(x.device());  // weights where the data is
-  }
+  build_for(x.shape(), x.device());
   return forward(x);
+}
+
+void Module::build_for(const Shape& input_shape, Device device) {
+  if (built_) return;
+  build(input_shape);
+  built_ = true;
+  to(device);  // weights where the data is
 }
 
 void Module::to(Device device) {

@@ -40,6 +40,14 @@ std::string gradcheck(const Fn& f, const std::vector<tpf::Tensor>& inputs,
                       GradcheckOptions opt = {});
 
 /**
+ * gradcheck for float64 Variables f() reads (a layer's weights): the tape's
+ * gradient against central differences taken by assigning shifted values.
+ */
+std::string gradcheck_variables(const std::function<tpf::Tensor()>& f,
+                                const std::vector<tpf::Variable>& vars,
+                                GradcheckOptions opt = {});
+
+/**
  * The kind of an OpCase row. A degenerate row feeds an op the inputs ops get
  * wrong first: an empty or 0-channel extent, NaN. It gets the same forward,
  * strided, float32 and device checks (NaN matches NaN); its gradient is

@@ -30,6 +30,14 @@ Initializer he_normal(Seed seed = {});
 /** N(mean, stddev) with draws beyond two standard deviations redrawn. */
 Initializer truncated_normal(double mean = 0.0, double stddev = 0.05,
                              Seed seed = {});
+/** U(minval, maxval) (Keras' RandomUniform; Embedding's default). */
+Initializer random_uniform_initializer(double minval = -0.05,
+                                       double maxval = 0.05, Seed seed = {});
+/**
+ * A (semi-)orthogonal matrix times `gain` (Keras' default for recurrent
+ * kernels): orthonormal rows or columns, whichever side is shorter.
+ */
+Initializer orthogonal(double gain = 1.0, Seed seed = {});
 Initializer zeros_initializer();
 Initializer constant(double value);
 

@@ -28,6 +28,23 @@ class Module {
   /** Builds on the first call, then runs forward(). */
   Tensor operator()(const Tensor& x);
   virtual Tensor forward(const Tensor& x) = 0;
+  /**
+   * forward() given the mask of padded steps an earlier layer made (Keras'
+   * mask propagation in Sequential); layers that use no mask ignore it.
+   */
+  virtual Tensor forward_masked(const Tensor& x, const Tensor& /*mask*/) {
+    return forward(x);
+  }
+  /** The mask of this layer's output (undefined: none goes further). */
+  virtual Tensor output_mask(const Tensor& /*x*/,
+                             const Tensor& /*mask*/) const {
+    return {};
+  }
+  /**
+   * Makes the weights for inputs of `input_shape` on `device` unless built
+   * (Keras' build); operator() does it on the first call.
+   */
+  void build_for(const Shape& input_shape, Device device);
 
   /** Trainable weights of this module and its children, in creation order. */
   std::vector<Variable> parameters() const;
@@ -61,6 +78,7 @@ class Module {
  protected:
   /** Makes the weights for inputs of `input_shape` (called once). */
   virtual void build(const Shape& input_shape);
+
   /** Registers a weight under `name` and returns it. */
   Variable add_weight(const std::string& name, const Tensor& value,
                       bool trainable = true);

@@ -21,6 +21,13 @@ std::vector<Tensor> split(const Tensor& x, int64_t num, int64_t axis = 0);
  */
 std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes,
                           int64_t axis = 0);
+/** Joins same-shaped tensors along a new axis (tf.stack). */
+Tensor stack(const std::vector<Tensor>& tensors, int64_t axis = 0);
+/**
+ * The slices of x along `axis`, that axis removed (tf.unstack): x.shape()[axis]
+ * tensors whose gradient is one stack.
+ */
+std::vector<Tensor> unstack(const Tensor& x, int64_t axis = 0);
 /** x[begin : begin + size] per axis; size -1 means "to the end". */
 Tensor slice(const Tensor& x, const std::vector<int64_t>& begin,
              const std::vector<int64_t>& size);
