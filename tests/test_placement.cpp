@@ -158,3 +158,54 @@ TEST_CASE("random numbers and dropout masks are drawn on the device asked" *
   CHECK(kept.cpu().to_vector<float>() ==
         tpf::nn::dropout(x, 0.5, true, {}, 7).to_vector<float>());
 }
+
+TEST_CASE("DeviceScope places creations, variables and layers; scopes nest" *
+          doctest::skip(!kTestDevice)) {
+  const auto dev = tpf::Device::cuda(0);
+  CHECK(tpf::default_device() == tpf::Device::cpu());
+  {
+    tpf::DeviceScope scope(dev);
+    CHECK(tpf::zeros({2}).device() == dev);
+    CHECK(tpf::tensor({1.0f, 2.0f}).device() == dev);
+    CHECK(tpf::random_uniform({3}).device() == dev);
+    CHECK(tpf::Variable(tpf::ones({2}, tpf::float32, tpf::Device::cpu()))
+              .device() == dev);
+    CHECK(tpf::ones({2}, tpf::float32, tpf::Device::cpu()).device() ==
+          tpf::Device::cpu());  // an explicit device wins
+    {
+      tpf::DeviceScope inner(tpf::Device::cpu());
+      CHECK(tpf::zeros({2}).device() == tpf::Device::cpu());
+    }
+    CHECK(tpf::zeros({2}).device() == dev);
+  }
+  CHECK(tpf::zeros({2}).device() == tpf::Device::cpu());
+
+  // The seeds' model parallelism: layer 0 on the CPU, layer 1 on the
+  // device, the sequence moved between them; gradients cross back.
+  tpf::manual_seed(5);
+  tpf::nn::LSTM first(4, {.return_sequences = true}), second(3);
+  const auto x = tpf::random_uniform({2, 5, 3});
+  tpf::GradientTape tape;
+  tape.watch(x);
+  const auto h = first(x);
+  tpf::Tensor y;
+  {
+    tpf::DeviceScope scope(dev);
+    y = second(h.to(dev));
+  }
+  CHECK(first.cell().kernel().device() == tpf::Device::cpu());
+  CHECK(second.cell().kernel().device() == dev);
+  CHECK(y.device() == dev);
+  const auto grads = tape.gradient(
+      tpf::sum(y), {x, first.cell().kernel(), second.cell().kernel()});
+  CHECK(grads[0].device() == tpf::Device::cpu());
+  CHECK(grads[2].device() == dev);
+  // The same numbers as the whole stack on the CPU.
+  tpf::nn::LSTM first_cpu(4, {.return_sequences = true}), second_cpu(3);
+  (void)second_cpu(first_cpu(x));
+  for (size_t i = 0; i < 3; ++i) {
+    first_cpu.parameters()[i].assign(first.parameters()[i]);
+    second_cpu.parameters()[i].assign(second.parameters()[i].cpu());
+  }
+  CHECK_CLOSE(y.cpu(), second_cpu(first_cpu(x)));
+}

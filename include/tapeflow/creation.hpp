@@ -10,19 +10,19 @@ namespace tapeflow {
 
 /** Uninitialized tensor (contents unspecified). */
 Tensor empty(const Shape& shape, DType dtype = float32,
-             Device device = Device::cpu());
+             Device device = default_device());
 /** Tensor filled with `value` converted to `dtype`. */
 Tensor full(const Shape& shape, double value, DType dtype = float32,
-            Device device = Device::cpu());
+            Device device = default_device());
 Tensor zeros(const Shape& shape, DType dtype = float32,
-             Device device = Device::cpu());
+             Device device = default_device());
 Tensor ones(const Shape& shape, DType dtype = float32,
-            Device device = Device::cpu());
+            Device device = default_device());
 Tensor zeros_like(const Tensor& t);
 Tensor ones_like(const Tensor& t);
 /** Rank-0 tensor. */
 Tensor scalar(double value, DType dtype = float32,
-              Device device = Device::cpu());
+              Device device = default_device());
 /** Tensor of `shape` whose dtype follows the literal: fill({2, 3}, 5.0f). */
 template <class T>
 Tensor fill(const Shape& shape, T value) {
@@ -30,7 +30,7 @@ Tensor fill(const Shape& shape, T value) {
 }
 /** Copies `count` elements of `dtype` from host memory into a new tensor. */
 Tensor from_buffer(const void* data, const Shape& shape, DType dtype,
-                   Device device = Device::cpu());
+                   Device device = default_device());
 template <class T>
 Tensor from_vector(const std::vector<T>& values, const Shape& shape) {
   if (static_cast<int64_t>(values.size()) != shape.numel())
@@ -123,9 +123,9 @@ void set_rng_state(RngState state);
  */
 Tensor random_uniform(const Shape& shape, double minval = 0.0,
                       double maxval = 1.0, DType dtype = float32,
-                      Device device = Device::cpu());
+                      Device device = default_device());
 Tensor random_normal(const Shape& shape, double mean = 0.0, double stddev = 1.0,
-                     DType dtype = float32, Device device = Device::cpu());
+                     DType dtype = float32, Device device = default_device());
 
 /**
  * Stateless variants (tf.random.stateless_*): the values depend only on
@@ -134,10 +134,10 @@ Tensor random_normal(const Shape& shape, double mean = 0.0, double stddev = 1.0,
 Tensor stateless_random_uniform(const Shape& shape, uint64_t seed,
                                 double minval = 0.0, double maxval = 1.0,
                                 DType dtype = float32,
-                                Device device = Device::cpu());
+                                Device device = default_device());
 Tensor stateless_random_normal(const Shape& shape, uint64_t seed,
                                double mean = 0.0, double stddev = 1.0,
                                DType dtype = float32,
-                               Device device = Device::cpu());
+                               Device device = default_device());
 
 }  // namespace tapeflow

@@ -9,6 +9,7 @@
 #include "tapeflow/core/tensor.hpp"
 #include "tapeflow/creation.hpp"
 #include "tapeflow/data.hpp"
+#include "tapeflow/device_scope.hpp"
 #include "tapeflow/io.hpp"
 #include "tapeflow/memory.hpp"
 #include "tapeflow/nn/activations.hpp"

@@ -5,6 +5,7 @@
 #include "core/registry.hpp"
 #include "tapeflow/autograd.hpp"
 #include "tapeflow/creation.hpp"
+#include "tapeflow/device_scope.hpp"
 #include "tapeflow/ops/math.hpp"
 
 namespace tapeflow {
@@ -13,9 +14,14 @@ Variable::Variable(const Tensor& initial_value, bool trainable) {
   if (!initial_value.defined())
     throw ValueError(
         "[Variable] expected an initial value, got an empty tensor");
-  Tensor copy = empty_tensor(initial_value.shape(), initial_value.dtype(),
-                             initial_value.device());
-  write_into(copy, initial_value, "Variable");
+  // Inside a DeviceScope the variable lives on the scope's device.
+  const Device device = DeviceScope::current().value_or(initial_value.device());
+  Tensor copy =
+      empty_tensor(initial_value.shape(), initial_value.dtype(), device);
+  {
+    NoGradGuard no_grad;  // the initial value's history stays behind
+    write_into(copy, initial_value.to(device), "Variable");
+  }
   impl_ = copy.impl_ptr();
   impl_->trainable = trainable;
   impl_->variable = true;

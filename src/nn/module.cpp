@@ -2,6 +2,7 @@
 
 #include "core/creation_internal.hpp"
 #include "core/op_error.hpp"
+#include "tapeflow/device_scope.hpp"
 
 namespace tapeflow::nn {
 
@@ -17,7 +18,8 @@ void Module::build_for(const Shape& input_shape, Device device) {
   if (built_) return;
   build(input_shape);
   built_ = true;
-  to(device);  // weights where the data is
+  // Weights where the data is, or where a DeviceScope puts them.
+  to(DeviceScope::current().value_or(device));
 }
 
 void Module::to(Device device) {

@@ -30,4 +30,11 @@ struct Device {
 
 std::ostream& operator<<(std::ostream& os, Device d);
 
+/**
+ * Where creation functions put tensors when not told: the innermost
+ * DeviceScope's device on this thread (tapeflow/device_scope.hpp), else the
+ * CPU.
+ */
+Device default_device();
+
 }  // namespace tapeflow
