@@ -46,6 +46,7 @@ ncclDataType_t nccl_type(int dtype) {
     case DType::float32:
       return ncclFloat32;
     case DType::float64:
+    case DType::string_:  // refused before any transfer (check_defined)
       break;
   }
   return ncclFloat64;
@@ -91,7 +92,7 @@ int grid_for(int64_t n) {
 int fold(int op, int dtype, void* acc, const void* blocks, int64_t count,
          int ranks) {
   if (count == 0) return 0;
-  dispatch_all(static_cast<DType>(dtype), [&](auto zero) {
+  dispatch_all(static_cast<DType>(dtype), "all_reduce", [&](auto zero) {
     using T = decltype(zero);
     auto* a = static_cast<T*>(acc);
     const auto* b = static_cast<const T*>(blocks);
@@ -117,7 +118,7 @@ int fold(int op, int dtype, void* acc, const void* blocks, int64_t count,
 int finish_mean(int dtype, void* data, int64_t count, int ranks) {
   if (count == 0 || ranks == 1 || static_cast<DType>(dtype) == DType::bool_)
     return 0;
-  dispatch_all(static_cast<DType>(dtype), [&](auto zero) {
+  dispatch_all(static_cast<DType>(dtype), "all_reduce", [&](auto zero) {
     using T = decltype(zero);
     mean_kernel<<<grid_for(count), 256, 0, kStream>>>(static_cast<T*>(data),
                                                       count, ranks);

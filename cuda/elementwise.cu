@@ -109,7 +109,7 @@ void floating_binary(const Op&, Inputs in, const Outputs& outs) {
 template <class Op, class F>
 void compare(const Op&, Inputs in, const Outputs& outs) {
   Tensor& out = outs[0];
-  dispatch_all(in[0].dtype(), [&](auto tag) {
+  dispatch_all(in[0].dtype(), Op::name, [&](auto tag) {
     binary<uint8_t, decltype(tag)>(in[0], in[1], out, F{});
   });
 }
@@ -121,7 +121,7 @@ void logical(const Op&, Inputs in, const Outputs& outs) {
 
 void where(const Where&, Inputs in, const Outputs& outs) {
   Tensor& out = outs[0];
-  dispatch_all(in[1].dtype(), [&](auto tag) {
+  dispatch_all(in[1].dtype(), Where::name, [&](auto tag) {
     using T = decltype(tag);
     launch_elementwise<4>(out, {&in[0], &in[1], &in[2]},
                           WhereBody<T>{ptr<T>(out), ptr<uint8_t>(in[0]),
@@ -131,8 +131,8 @@ void where(const Where&, Inputs in, const Outputs& outs) {
 
 void cast(const Cast&, Inputs in, const Outputs& outs) {
   Tensor& out = outs[0];
-  dispatch_all(in[0].dtype(), [&](auto from) {
-    dispatch_all(out.dtype(), [&](auto to) {
+  dispatch_all(in[0].dtype(), Cast::name, [&](auto from) {
+    dispatch_all(out.dtype(), Cast::name, [&](auto to) {
       using From = decltype(from);
       using To = decltype(to);
       launch_elementwise<2>(out, {&in[0]},
@@ -143,7 +143,7 @@ void cast(const Cast&, Inputs in, const Outputs& outs) {
 
 void full(const Full& op, Inputs, const Outputs& outs) {
   Tensor& out = outs[0];
-  dispatch_all(out.dtype(), [&](auto tag) {
+  dispatch_all(out.dtype(), Full::name, [&](auto tag) {
     using T = decltype(tag);
     const T v = std::is_same_v<T, uint8_t> ? T(op.value != 0)
                                            : static_cast<T>(op.value);

@@ -1,6 +1,7 @@
 #pragma once
 #include <cstdint>
 #include <initializer_list>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -31,8 +32,17 @@ Tensor fill(const Shape& shape, T value) {
 /** Copies `count` elements of `dtype` from host memory into a new tensor. */
 Tensor from_buffer(const void* data, const Shape& shape, DType dtype,
                    Device device = default_device());
+/** A string_ tensor (always on the CPU) holding `values` row-major. */
+Tensor from_strings(const std::vector<std::string>& values, const Shape& shape);
+/** A 0-d string tensor: tpf::constant("Hello World!") (tf.constant). */
+Tensor constant(const std::string& text);
+inline Tensor constant(const char* text) {
+  return constant(std::string(text));
+}
 template <class T>
 Tensor from_vector(const std::vector<T>& values, const Shape& shape) {
+  if constexpr (std::is_same_v<T, std::string>)
+    return from_strings(values, shape);
   if (static_cast<int64_t>(values.size()) != shape.numel())
     throw ShapeError("[from_vector] expected " + std::to_string(shape.numel()) +
                      " values for shape " + shape.str() + ", got " +

@@ -24,3 +24,4 @@
 #include "tapeflow/ops/reduce.hpp"
 #include "tapeflow/ops/shape.hpp"
 #include "tapeflow/optim.hpp"
+#include "tapeflow/strings.hpp"

@@ -10,8 +10,14 @@
 
 namespace tapeflow {
 
+/** Strings are never numbers: a numeric switch refuses them by name. */
+[[noreturn]] inline void refuse_string(const char* op) {
+  throw op_error<DTypeError>(op, "expected a numeric dtype, got string");
+}
+
+/** Every numeric dtype and bool_; `op` names a refused string_. */
 template <class F>
-decltype(auto) dispatch_all(DType t, F&& f) {
+decltype(auto) dispatch_all(DType t, const char* op, F&& f) {
   switch (t) {
     case DType::bool_:
       return f(uint8_t{});
@@ -23,6 +29,8 @@ decltype(auto) dispatch_all(DType t, F&& f) {
       return f(float{});
     case DType::float64:
       break;
+    case DType::string_:
+      refuse_string(op);
   }
   return f(double{});
 }
@@ -39,9 +47,11 @@ decltype(auto) dispatch_numeric(DType t, const char* op, F&& f) {
     case DType::float64:
       return f(double{});
     case DType::bool_:
+    case DType::string_:
       break;
   }
-  throw op_error<DTypeError>(op, "expected a numeric dtype, got bool");
+  throw op_error<DTypeError>(op, "expected a numeric dtype, got ",
+                             dtype_name(t));
 }
 
 template <class F>

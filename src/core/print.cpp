@@ -1,5 +1,6 @@
 // NumPy-like printing: nested brackets, aligned columns, "..." past 1000
 // elements (3 items kept at each edge of every axis).
+#include <cstdio>
 #include <iomanip>
 #include <ostream>
 #include <sstream>
@@ -20,14 +21,39 @@ struct Values {
   DType dtype;
   std::vector<double> floats;
   std::vector<int64_t> ints;
+  std::vector<std::string> texts;
 
   explicit Values(const Tensor& t) : dtype(t.dtype()) {
-    if (is_floating(dtype))
+    if (is_string(dtype))
+      texts = t.to_strings();
+    else if (is_floating(dtype))
       floats = t.to_vector<double>();
     else
       ints = t.to_vector<int64_t>();
   }
+  /** "text" with quotes, backslashes and control bytes escaped. */
+  static std::string quoted(const std::string& text) {
+    std::string out = "\"";
+    for (unsigned char c : text) {
+      if (c == '"' || c == '\\') {
+        out += '\\';
+        out += static_cast<char>(c);
+      } else if (c == '\n') {
+        out += "\\n";
+      } else if (c == '\t') {
+        out += "\\t";
+      } else if (c < 0x20 || c == 0x7f) {
+        char hex[5];
+        std::snprintf(hex, sizeof hex, "\\x%02x", c);
+        out += hex;
+      } else {
+        out += static_cast<char>(c);
+      }
+    }
+    return out + '"';
+  }
   std::string format(int64_t i) const {
+    if (is_string(dtype)) return quoted(texts[i]);
     if (dtype == bool_) return ints[i] != 0 ? "true" : "false";
     if (!is_floating(dtype)) return std::to_string(ints[i]);
     std::ostringstream os;

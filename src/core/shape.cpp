@@ -35,8 +35,8 @@ std::ostream& operator<<(std::ostream& os, const Shape& s) {
 }
 
 std::string_view dtype_name(DType t) {
-  constexpr std::string_view names[] = {"bool", "int32", "int64", "float32",
-                                        "float64"};
+  constexpr std::string_view names[] = {"bool",    "int32",   "int64",
+                                        "float32", "float64", "string"};
   return names[static_cast<int>(t)];
 }
 std::ostream& operator<<(std::ostream& os, DType t) {

@@ -1,6 +1,8 @@
 #include "tapeflow/core/tensor.hpp"
 
 #include <cstring>
+#include <memory>
+#include <string>
 #include <string_view>
 
 #include "core/checked.hpp"
@@ -9,12 +11,22 @@
 #include "core/op_error.hpp"
 
 namespace tapeflow {
+namespace {
+
+void destroy_strings(void* data, size_t nbytes) {
+  std::destroy_n(static_cast<std::string*>(data), nbytes / sizeof(std::string));
+}
+
+}  // namespace
 
 Tensor empty_tensor(const Shape& shape, DType dtype, Device device,
                     const char* op) {
   const int64_t bytes =
       checked_mul(checked_numel(shape, op),
                   static_cast<int64_t>(itemsize(dtype)), op, "its byte size");
+  if (dtype == string_ && !device.is_cpu())
+    throw op_error<DeviceError>(
+        op, "expected the CPU for a string tensor, got ", device.str());
   auto impl = std::make_shared<TensorImpl>();
   Allocator* allocator = allocator_for(device, op);
   try {
@@ -31,6 +43,14 @@ Tensor empty_tensor(const Shape& shape, DType dtype, Device device,
     std::string_view what = e.what();
     if (what.starts_with(arena)) what.remove_prefix(arena.size());
     throw op_error<ResourceExhaustedError>(op, what);
+  }
+  if (dtype == string_ && bytes > 0) {
+    // Every element a live (empty) std::string until the storage goes: the
+    // allocator's cache hands back dirty memory.
+    std::uninitialized_default_construct_n(
+        static_cast<std::string*>(impl->storage->data()),
+        bytes / sizeof(std::string));
+    impl->storage->set_finalizer(destroy_strings);
   }
   impl->shape = shape;
   impl->strides = contiguous_strides(shape);
@@ -100,11 +120,25 @@ std::vector<Out> host_values(const Tensor& t) {
     case DType::float64:
       gather_host<double>(h, out);
       break;
+    case DType::string_:
+      throw op_error<DTypeError>(
+          "to_vector",
+          "expected a numeric tensor, got string (to_strings() "
+          "reads its text)");
   }
   return out;
 }
 
 }  // namespace
+
+std::vector<std::string> Tensor::to_strings() const {
+  if (dtype() != string_)
+    throw op_error<DTypeError>("to_strings", "expected a string tensor, got ",
+                               dtype_name(dtype()));
+  const Tensor h = materialize(*this);
+  const auto* p = static_cast<const std::string*>(h.raw_data());
+  return std::vector<std::string>(p, p + h.numel());
+}
 
 std::vector<double> Tensor::host_doubles() const {
   return host_values<double>(*this);

@@ -1,6 +1,7 @@
 #include "core/dtype_dispatch.hpp"
 #include "cpu/elementwise_rows.hpp"
 #include "cpu/functors.hpp"
+#include "cpu/string_kernels.hpp"
 #include "ops/elementwise_ops.hpp"
 
 namespace tapeflow::cpu {
@@ -9,6 +10,12 @@ namespace {
 template <class Op, class F>
 void arithmetic(const Op&, Inputs in, const Outputs& outs) {
   Tensor& out = outs[0];
+  if constexpr (takes_strings<Op>) {  // add: concatenation
+    if (is_string(out.dtype()))
+      return strings::binary<std::string>(
+          in[0], in[1], out,
+          [](const std::string& a, const std::string& b) { return a + b; });
+  }
   dispatch_numeric(in[0].dtype(), Op::name, [&](auto tag) {
     using T = decltype(tag);
     binary_kernel<T, T>(in[0], in[1], out, F{});
@@ -25,7 +32,14 @@ void floating(const Op&, Inputs in, const Outputs& outs) {
 template <class Op, class F>
 void compare(const Op&, Inputs in, const Outputs& outs) {
   Tensor& out = outs[0];
-  dispatch_all(in[0].dtype(), [&](auto tag) {
+  if constexpr (takes_strings<Op>) {  // equal, not_equal
+    if (is_string(in[0].dtype()))
+      return strings::binary<uint8_t>(
+          in[0], in[1], out, [](const std::string& a, const std::string& b) {
+            return uint8_t((a == b) == std::is_same_v<Op, Equal>);
+          });
+  }
+  dispatch_all(in[0].dtype(), Op::name, [&](auto tag) {
     binary_kernel<decltype(tag), uint8_t>(in[0], in[1], out, F{});
   });
 }
@@ -37,7 +51,8 @@ void logical(const Op&, Inputs in, const Outputs& outs) {
 
 void where(const Where&, Inputs in, const Outputs& outs) {
   Tensor& out = outs[0];
-  dispatch_all(in[1].dtype(), [&](auto tag) {
+  if (is_string(out.dtype())) return strings::where(in[0], in[1], in[2], out);
+  dispatch_all(in[1].dtype(), Where::name, [&](auto tag) {
     using T = decltype(tag);
     const uint8_t* c = static_cast<const uint8_t*>(in[0].raw_data());
     const T* a = static_cast<const T*>(in[1].raw_data());

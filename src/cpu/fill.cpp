@@ -5,6 +5,7 @@
 #include "core/dtype_dispatch.hpp"
 #include "core/philox.hpp"
 #include "cpu/strided_loop.hpp"
+#include "cpu/string_kernels.hpp"
 #include "cpu/xsimd_config.hpp"
 #include "ops/elementwise_ops.hpp"
 
@@ -14,8 +15,11 @@ namespace {
 /** Strided copy with conversion; out may itself be a strided view. */
 void cast(const Cast&, Inputs in, const Outputs& outs) {
   Tensor& out = outs[0];
-  dispatch_all(in[0].dtype(), [&](auto from) {
-    dispatch_all(out.dtype(), [&](auto to) {
+  // cast() refuses text to numbers and back; string to string is a copy.
+  if (is_string(in[0].dtype()) && is_string(out.dtype()))
+    return strings::copy(in[0], out);
+  dispatch_all(in[0].dtype(), Cast::name, [&](auto from) {
+    dispatch_all(out.dtype(), Cast::name, [&](auto to) {
       using From = decltype(from);
       using To = decltype(to);
       const From* a = static_cast<const From*>(in[0].raw_data());
@@ -38,7 +42,7 @@ void cast(const Cast&, Inputs in, const Outputs& outs) {
 
 void full(const Full& op, Inputs, const Outputs& outs) {
   Tensor& out = outs[0];
-  dispatch_all(out.dtype(), [&](auto tag) {
+  dispatch_all(out.dtype(), Full::name, [&](auto tag) {
     using T = decltype(tag);
     T* o = static_cast<T*>(out.raw_data());
     const T v = convert_value<T>(op.value);

@@ -6,6 +6,7 @@
 #include "core/dtype_dispatch.hpp"
 #include "core/op_error.hpp"
 #include "cpu/strided_loop.hpp"
+#include "cpu/string_kernels.hpp"
 #include "ops/shape_ops.hpp"
 #include "tapeflow/ops/shape.hpp"
 
@@ -18,6 +19,7 @@ void zero(Tensor& out) {
 
 /** dst (any strides) = src, same dtype. */
 void copy_into(const Tensor& src, const Tensor& dst) {
+  if (is_string(src.dtype())) return strings::copy(src, dst);
   const size_t bytes = itemsize(src.dtype());
   const char* s = static_cast<const char*>(src.raw_data());
   char* d = static_cast<char*>(dst.raw_data());
@@ -86,6 +88,15 @@ void gather(const Gather& op, Inputs in, const Outputs& outs) {
   const Tensor p = materialize(in[0]);
   const Blocks b = blocks_of(p.shape(), op.axis);
   const std::vector<int64_t> idx = checked_indices(in[1], b.axis, "gather");
+  if (is_string(p.dtype())) {
+    const std::string* src = strings::chars(p);
+    std::string* dst = strings::chars_out(out);
+    for (int64_t o = 0, k = 0; o < b.outer; ++o)
+      for (size_t j = 0; j < idx.size(); ++j, ++k)
+        std::copy_n(src + (o * b.axis + idx[j]) * b.inner, b.inner,
+                    dst + k * b.inner);
+    return;
+  }
   const size_t row = b.inner * itemsize(p.dtype());
   const char* src = static_cast<const char*>(p.raw_data());
   char* dst = static_cast<char*>(out.raw_data());
@@ -128,7 +139,7 @@ void gather_grad(const GatherGrad& op, Inputs in, const Outputs& outs) {
 void one_hot(const OneHot& op, Inputs in, const Outputs& outs) {
   Tensor& out = outs[0];
   const std::vector<int64_t> idx = in[0].to_vector<int64_t>();
-  dispatch_all(out.dtype(), [&](auto tag) {
+  dispatch_all(out.dtype(), OneHot::name, [&](auto tag) {
     using T = decltype(tag);
     T* o = static_cast<T*>(out.raw_data());
     const T on = static_cast<T>(op.on_value),

@@ -62,4 +62,21 @@ void run_elementwise(const Tensor& out,
                [&](int64_t b, int64_t e) { for_each_row(plan, b, e, row); });
 }
 
+/**
+ * run_elementwise on the calling thread alone, for rows that allocate
+ * (string_ elements) and so may throw: an exception must not leave an
+ * OpenMP region.
+ */
+template <size_t N, class Row>
+void run_elementwise_serial(const Tensor& out,
+                            const std::array<const Tensor*, N - 1>& in,
+                            Row&& row) {
+  std::array<int64_t, N> flat;
+  if (flat_elementwise<N>(out, in, flat)) {
+    if (out.numel() > 0) row(std::array<int64_t, N>{}, out.numel(), flat);
+    return;
+  }
+  for_each_row(plan_elementwise<N>(out, in), 0, out.numel(), row);
+}
+
 }  // namespace tapeflow::cpu

@@ -29,6 +29,8 @@ void fold_typed(ReduceOp op, T* out, const T* a, const T* b, int64_t n) {
 }  // namespace
 
 void check_reducible(DType dtype, ReduceOp op, const char* what) {
+  if (is_string(dtype))
+    throw op_error<DTypeError>(what, "expected a numeric tensor, got string");
   if (dtype == DType::bool_ && op == ReduceOp::mean)
     throw op_error<DTypeError>(what,
                                "expected a numeric tensor for mean, got bool");
@@ -36,7 +38,7 @@ void check_reducible(DType dtype, ReduceOp op, const char* what) {
 
 void fold_pair(DType dtype, ReduceOp op, void* out, const void* a,
                const void* b, int64_t n) {
-  dispatch_all(dtype, [&](auto zero) {
+  dispatch_all(dtype, "all_reduce", [&](auto zero) {
     using T = decltype(zero);
     fold_typed(op, static_cast<T*>(out), static_cast<const T*>(a),
                static_cast<const T*>(b), n);
@@ -49,7 +51,7 @@ void fold_into(DType dtype, ReduceOp op, void* acc, const void* x, int64_t n) {
 
 void finish(DType dtype, ReduceOp op, void* acc, int64_t n, int ranks) {
   if (op != ReduceOp::mean || ranks == 1) return;
-  dispatch_all(dtype, [&](auto zero) {
+  dispatch_all(dtype, "all_reduce", [&](auto zero) {
     using T = decltype(zero);
     T* a = static_cast<T*>(acc);
     for (int64_t i = 0; i < n; ++i) a[i] = mean_of(a[i], ranks);

@@ -11,6 +11,8 @@ void check_defined(const Tensor& t, const char* op) {
   if (!t.defined())
     throw op_error<ValueError>(op,
                                "expected a defined tensor, got an empty one");
+  if (is_string(t.dtype()))  // text is objects, not bytes MPI can move
+    throw op_error<DTypeError>(op, "expected a numeric tensor, got string");
 }
 
 void check_peer(int rank, int size, int self, bool not_self, const char* op,

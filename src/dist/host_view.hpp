@@ -21,7 +21,7 @@ HostView host_view(const Tensor& t, const char* op, bool writes);
 void write_back(const HostView& v, const char* op);
 /** A fresh contiguous host copy of `t`, never sharing its buffer. */
 Tensor host_clone(const Tensor& t);
-/** The check every collective makes first. */
+/** The check every collective makes first: a defined, numeric tensor. */
 void check_defined(const Tensor& t, const char* op);
 /** ValueError unless 0 <= rank < size (and, with `not_self`, rank != self). */
 void check_peer(int rank, int size, int self, bool not_self, const char* op,

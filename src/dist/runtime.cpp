@@ -37,6 +37,7 @@ MPI_Datatype mpi_type(DType dtype) {
     case DType::float32:
       return MPI_FLOAT;
     case DType::float64:
+    case DType::string_:  // refused before any transfer (check_defined)
       break;
   }
   return MPI_DOUBLE;

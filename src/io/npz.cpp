@@ -46,6 +46,11 @@ void check_names(const NamedTensors& named, const char* op) {
     if (!t.defined())
       throw op_error<ValueError>(op, "expected a tensor for \"", name,
                                  "\", got an undefined tensor");
+    if (is_string(t.dtype()))
+      throw op_error<DTypeError>(op,
+                                 "expected numeric arrays, got a string "
+                                 "tensor for \"",
+                                 name, "\"");
   }
 }
 

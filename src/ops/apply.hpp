@@ -8,7 +8,9 @@
 
 #include "autograd/node.hpp"
 #include "core/creation_internal.hpp"
+#include "core/op_error.hpp"
 #include "core/registry.hpp"
+#include "ops/op.hpp"
 
 namespace tapeflow {
 
@@ -66,6 +68,16 @@ struct Kept {
 
 namespace detail {
 
+/** DTypeError naming `op` when an input or output is a string. */
+inline void refuse_strings(const char* op, Inputs in,
+                           std::span<const autograd::TensorSpec> specs) {
+  bool strings = false;
+  for (const Tensor& t : in) strings |= t.defined() && is_string(t.dtype());
+  for (const autograd::TensorSpec& s : specs) strings |= is_string(s.dtype);
+  if (strings)
+    throw op_error<DTypeError>(op, "expected a numeric dtype, got string");
+}
+
 /** The specs `infer` returned, as a span (one spec or an array of them). */
 inline std::span<const autograd::TensorSpec> spec_span(
     const autograd::TensorSpec& spec) {
@@ -113,6 +125,7 @@ OpResult<Op> run(Device device, const Op& op, Inputs in, PayloadPtr* keep) {
   constexpr size_t n = num_outputs<Op>;
   const auto inferred = op.infer(in);
   const std::span<const autograd::TensorSpec> specs = spec_span(inferred);
+  if constexpr (!takes_strings<Op>) refuse_strings(Op::name, in, specs);
   const bool recording = autograd::g_recording_tapes != 0;
   PayloadPtr left;
   PayloadPtr* slot = keep ? keep : (recording ? &left : nullptr);

@@ -31,6 +31,10 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
 }
 
 TensorSpec Where::infer(Inputs in) const {
+  if (is_string(in[0].dtype()))
+    throw op_error<DTypeError>(name,
+                               "expected a bool or numeric condition, got "
+                               "string");
   const Shape s = broadcast_shapes(in[0].shape(), in[1].shape(), name);
   return {broadcast_shapes(s, in[2].shape(), name), in[1].dtype()};
 }
@@ -40,11 +44,17 @@ std::pair<Tensor, Tensor> promote_pair(const Tensor& x, const Tensor& y,
   if (!x.defined() || !y.defined())
     throw op_error<ValueError>(op,
                                "expected defined tensors, got an empty handle");
+  if (is_string(x.dtype()) != is_string(y.dtype()))
+    throw op_error<DTypeError>(op, "expected two strings or two numbers, got ",
+                               dtype_name(x.dtype()), " and ",
+                               dtype_name(y.dtype()));
   const DType t = promote(x.dtype(), y.dtype());
   return {cast(x, t), cast(y, t)};
 }
 
 Tensor scalar_like(const Tensor& x, double value, const char* op) {
+  if (is_string(x.dtype()))
+    throw op_error<DTypeError>(op, "expected a numeric tensor, got string");
   // An integer tensor meets a fractional scalar in float32, as in PyTorch;
   // an integral one its integer dtype must hold (NumPy 2 refuses 1e10 for
   // int32 rather than wrap it).
@@ -54,6 +64,11 @@ Tensor scalar_like(const Tensor& x, double value, const char* op) {
   const DType dtype = t == bool_ ? int64 : t;
   check_representable(value, dtype, op);
   return scalar(value, dtype, x.device());
+}
+
+/** x as bool_ (nonzero), strings as they are: the op then names itself. */
+Tensor truth(const Tensor& x) {
+  return is_string(x.dtype()) ? x : cast(x, bool_);
 }
 
 namespace {
@@ -205,15 +220,15 @@ Tensor greater_equal(const Tensor& x, const Tensor& y) {
   return binary<GreaterEqual>(x, y);
 }
 Tensor logical_and(const Tensor& x, const Tensor& y) {
-  return apply(LogicalAnd{}, {cast(x, bool_), cast(y, bool_)});
+  return apply(LogicalAnd{}, {truth(x), truth(y)});
 }
 Tensor logical_or(const Tensor& x, const Tensor& y) {
-  return apply(LogicalOr{}, {cast(x, bool_), cast(y, bool_)});
+  return apply(LogicalOr{}, {truth(x), truth(y)});
 }
 
 Tensor where(const Tensor& cond, const Tensor& x, const Tensor& y) {
   auto [a, b] = promote_pair(x, y, "where");
-  return apply(Where{}, {cast(cond, bool_), a, b});
+  return apply(Where{}, {truth(cond), a, b});
 }
 Grads Where::vjp(const VjpArgs& a) const {
   const Tensor& c = a.x(0);

@@ -91,6 +91,11 @@ void write_into(const Tensor& dst, const Tensor& src, const char* op) {
 
 Tensor Tensor::to(Device device) const {
   if (device == this->device()) return *this;
+  if (is_string(dtype()))
+    throw op_error<DeviceError>("to",
+                                "expected the CPU for a string tensor, "
+                                "got ",
+                                device.str(), " (strings stay on the host)");
   return apply_view(ToDevice{device}, *this);
 }
 

@@ -35,6 +35,8 @@ Tensor ones(const Shape& shape, DType dtype, Device device) {
   return full(shape, 1.0, dtype, device);
 }
 Tensor zeros_like(const Tensor& t) {
+  // A string tensor's zero is the empty string (tf.zeros_like).
+  if (is_string(t.dtype())) return empty_tensor(t.shape(), string_, t.device());
   return zeros(t.shape(), t.dtype(), t.device());
 }
 Tensor ones_like(const Tensor& t) {
@@ -45,7 +47,7 @@ Tensor scalar(double value, DType dtype, Device device) {
   if (!device.is_cpu()) return full({}, value, dtype, device);
   // Host scalars are written directly: `x * 0.5` makes one per call.
   Tensor t = empty_tensor({}, dtype, device);
-  dispatch_all(dtype, [&](auto tag) {
+  dispatch_all(dtype, "scalar", [&](auto tag) {
     using T = decltype(tag);
     *static_cast<T*>(t.raw_data()) =
         std::is_same_v<T, uint8_t> ? T(value != 0) : static_cast<T>(value);
@@ -55,6 +57,10 @@ Tensor scalar(double value, DType dtype, Device device) {
 
 Tensor from_buffer(const void* data, const Shape& shape, DType dtype,
                    Device device) {
+  if (is_string(dtype))
+    throw op_error<DTypeError>("from_buffer",
+                               "expected a numeric dtype, got string "
+                               "(from_strings makes string tensors)");
   Tensor t = empty_tensor(shape, dtype, Device::cpu());
   if (t.numel()) std::memcpy(t.raw_data(), data, t.numel() * itemsize(dtype));
   return t.to(device);

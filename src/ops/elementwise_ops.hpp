@@ -37,6 +37,7 @@ TPF_UNARY_OP(Atan, "atan", kSaveInputs);
 
 struct Add : BinaryOp<Add> {
   static constexpr const char* name = "add";
+  static constexpr bool strings = true;  // concatenation
   static constexpr int save = kSaveNothing;
   Grads vjp(const VjpArgs& a) const;
 };
@@ -80,9 +81,11 @@ struct ReluGrad : BinaryOp<ReluGrad> {
 
 struct Equal : PredicateOp<Equal> {
   static constexpr const char* name = "equal";
+  static constexpr bool strings = true;
 };
 struct NotEqual : PredicateOp<NotEqual> {
   static constexpr const char* name = "not_equal";
+  static constexpr bool strings = true;
 };
 struct Less : PredicateOp<Less> {
   static constexpr const char* name = "less";
@@ -109,6 +112,7 @@ struct LogicalNot : UnaryOp {
 /** where(cond, x, y): inputs cond (bool_), x, y of one dtype. */
 struct Where {
   static constexpr const char* name = "where";
+  static constexpr bool strings = true;
   static constexpr int save = kSaveInputs;
   TensorSpec infer(Inputs in) const;
   Grads vjp(const VjpArgs& a) const;
@@ -117,6 +121,7 @@ struct Where {
 /** Dtype conversion; also the strided copy behind contiguous(). */
 struct Cast {
   static constexpr const char* name = "cast";
+  static constexpr bool strings = true;  // string to string: a copy
   static constexpr int save = kSaveNothing;
   DType dtype;
   TensorSpec infer(Inputs in) const { return {in[0].shape(), dtype}; }
@@ -163,5 +168,7 @@ std::pair<Tensor, Tensor> promote_pair(const Tensor& x, const Tensor& y,
                                        const char* op);
 /** x in its floating type (integers -> float32). */
 Tensor to_floating(const Tensor& x);
+/** x as bool_ for logical ops and where (strings pass, to be refused). */
+Tensor truth(const Tensor& x);
 
 }  // namespace tapeflow

@@ -18,6 +18,15 @@ using autograd::TensorSpec;
 using autograd::VjpArgs;
 using Grads = std::vector<Tensor>;
 
+/**
+ * Ops that declare `strings = true` have string_ kernels (add, equal, where,
+ * cast, concat, gather); apply refuses string inputs to every other op.
+ */
+template <class Op>
+inline constexpr bool takes_strings = requires {
+  requires Op::strings;
+};
+
 /** Same shape and dtype as the single input. */
 struct UnaryOp {
   TensorSpec infer(Inputs in) const { return {in[0].shape(), in[0].dtype()}; }

@@ -44,6 +44,7 @@ struct SliceGrad {
 };
 struct Concat {
   static constexpr const char* name = "concat";
+  static constexpr bool strings = true;
   static constexpr int save = kSaveNothing;
   int64_t axis;
   TensorSpec infer(Inputs in) const;
@@ -52,6 +53,7 @@ struct Concat {
 /** Inputs (params, indices). */
 struct Gather {
   static constexpr const char* name = "gather";
+  static constexpr bool strings = true;
   static constexpr int save = kSaveInputs;
   int64_t axis;
   TensorSpec infer(Inputs in) const;

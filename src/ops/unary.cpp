@@ -1,4 +1,5 @@
 // Unary math: public functions and their gradient rules.
+#include "core/op_error.hpp"
 #include "ops/apply.hpp"
 #include "ops/elementwise_ops.hpp"
 #include "tapeflow/autograd.hpp"
@@ -9,7 +10,8 @@
 namespace tapeflow {
 
 Tensor to_floating(const Tensor& x) {
-  return is_floating(x.dtype()) ? x : cast(x, float32);
+  // Strings pass: the op they reach names itself in the error.
+  return is_floating(x.dtype()) || is_string(x.dtype()) ? x : cast(x, float32);
 }
 
 namespace {
@@ -144,11 +146,15 @@ Grads ReluGrad::vjp(const VjpArgs& a) const {
 }
 
 Tensor logical_not(const Tensor& x) {
-  return apply(LogicalNot{}, {x.dtype() == bool_ ? x : cast(x, bool_)});
+  return apply(LogicalNot{}, {truth(x)});
 }
 
 Tensor cast(const Tensor& x, DType dtype) {
   if (x.dtype() == dtype) return x;
+  if (is_string(x.dtype()) || is_string(dtype))
+    throw op_error<DTypeError>("cast", "expected numeric dtypes, got ",
+                               dtype_name(x.dtype()), " to ", dtype_name(dtype),
+                               " (tpf::strings::to_number parses text)");
   return apply(Cast{.dtype = dtype}, {x});
 }
 Grads Cast::vjp(const VjpArgs& a) const {

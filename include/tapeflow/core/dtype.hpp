@@ -2,22 +2,27 @@
 #include <cstddef>
 #include <cstdint>
 #include <iosfwd>
+#include <string>
 #include <string_view>
 
 namespace tapeflow {
 
-/** Element types. `bool_` is stored as one byte (0 or 1). */
-enum class DType : uint8_t { bool_, int32, int64, float32, float64 };
+/**
+ * Element types. `bool_` is stored as one byte (0 or 1); `string_` (CPU only)
+ * as std::string objects: text, not a number, never promoted to or from.
+ */
+enum class DType : uint8_t { bool_, int32, int64, float32, float64, string_ };
 
 inline constexpr DType bool_ = DType::bool_;
 inline constexpr DType int32 = DType::int32;
 inline constexpr DType int64 = DType::int64;
 inline constexpr DType float32 = DType::float32;
 inline constexpr DType float64 = DType::float64;
+inline constexpr DType string_ = DType::string_;
 
 /** Bytes per element. */
 constexpr size_t itemsize(DType t) {
-  constexpr size_t sizes[] = {1, 4, 8, 4, 8};
+  constexpr size_t sizes[] = {1, 4, 8, 4, 8, sizeof(std::string)};
   return sizes[static_cast<int>(t)];
 }
 constexpr bool is_floating(DType t) {
@@ -26,11 +31,15 @@ constexpr bool is_floating(DType t) {
 constexpr bool is_integral(DType t) {
   return t == DType::int32 || t == DType::int64;
 }
+constexpr bool is_string(DType t) {
+  return t == DType::string_;
+}
 
 /**
  * Type promotion for binary ops: the wider of the two along
  * bool < int32 < int64 < float32 < float64 (int64 with float32 gives float32,
- * as in PyTorch and JAX).
+ * as in PyTorch and JAX). Ops refuse a string mixed with a number before
+ * promoting (string_ with string_ stays string_).
  */
 constexpr DType promote(DType a, DType b) {
   return a > b ? a : b;
@@ -66,6 +75,10 @@ constexpr DType dtype_of<float>() {
 template <>
 constexpr DType dtype_of<double>() {
   return DType::float64;
+}
+template <>
+constexpr DType dtype_of<std::string>() {
+  return DType::string_;
 }
 
 }  // namespace tapeflow

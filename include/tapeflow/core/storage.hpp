@@ -41,7 +41,9 @@ class Storage {
     data_ = nbytes ? allocator->allocate(nbytes) : nullptr;
   }
   ~Storage() {
-    if (data_) allocator_->deallocate(data_, nbytes_);
+    if (!data_) return;
+    if (finalizer_) finalizer_(data_, nbytes_);
+    allocator_->deallocate(data_, nbytes_);
   }
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
@@ -60,9 +62,15 @@ class Storage {
   /** Called by every in-place writer, before it writes. */
   void bump_version() { ++version_; }
 
+  /** Destroys the objects the buffer holds (string_ elements) before it goes.
+   */
+  using Finalizer = void (*)(void* data, size_t nbytes);
+  void set_finalizer(Finalizer finalizer) { finalizer_ = finalizer; }
+
  private:
   void* data_ = nullptr;
   uint64_t version_ = 0;
+  Finalizer finalizer_ = nullptr;
   size_t nbytes_;
   Device device_;
   Allocator* allocator_;

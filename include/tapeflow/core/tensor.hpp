@@ -3,6 +3,7 @@
 #include <initializer_list>
 #include <iosfwd>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "tapeflow/core/device.hpp"
@@ -55,9 +56,14 @@ class Tensor {
   /** The value of a one-element tensor, converted to T. */
   template <class T>
   T item() const;
-  /** Row-major copy of all elements on the host, converted to T. */
+  /**
+   * Row-major copy of all elements on the host, converted to T; T =
+   * std::string reads a string tensor (to_strings()).
+   */
   template <class T>
   std::vector<T> to_vector() const;
+  /** Row-major copy of a string tensor's elements (DTypeError otherwise). */
+  std::vector<std::string> to_strings() const;
 
   Tensor to(Device device) const;
   Tensor cpu() const { return to(Device::cpu()); }
@@ -94,16 +100,20 @@ T Tensor::item() const {
 
 template <class T>
 std::vector<T> Tensor::to_vector() const {
-  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-    if (!is_floating(dtype())) {
-      auto v = host_int64s();
-      return std::vector<T>(v.begin(), v.end());
+  if constexpr (std::is_same_v<T, std::string>) {
+    return to_strings();
+  } else {
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      if (!is_floating(dtype())) {
+        auto v = host_int64s();
+        return std::vector<T>(v.begin(), v.end());
+      }
     }
+    auto v = host_doubles();
+    std::vector<T> out(v.size());
+    for (size_t i = 0; i < v.size(); ++i) out[i] = static_cast<T>(v[i]);
+    return out;
   }
-  auto v = host_doubles();
-  std::vector<T> out(v.size());
-  for (size_t i = 0; i < v.size(); ++i) out[i] = static_cast<T>(v[i]);
-  return out;
 }
 
 /** NumPy-like printing, elided ("...") beyond 1000 elements. */

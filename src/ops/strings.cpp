@@ -1,0 +1,274 @@
+// tf.strings for string_ tensors: host loops over the elements' text.
+#include "tapeflow/strings.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <regex>
+
+#include "core/creation_internal.hpp"
+#include "core/op_error.hpp"
+#include "tapeflow/creation.hpp"
+#include "tapeflow/ops/math.hpp"
+#include "tapeflow/ops/shape.hpp"
+
+namespace tapeflow {
+namespace {
+
+/** The text of a string tensor, row-major; DTypeError naming `op` otherwise. */
+std::vector<std::string> texts(const Tensor& s, const char* op) {
+  if (!s.defined())
+    throw op_error<ValueError>(
+        op, "expected a defined tensor, got an empty handle");
+  if (!is_string(s.dtype()))
+    throw op_error<DTypeError>(op, "expected a string tensor, got ",
+                               dtype_name(s.dtype()));
+  return s.to_strings();
+}
+
+/** A tensor of `shape` whose element i is f(text i). */
+template <class T, class F>
+Tensor map_texts(const Tensor& s, const char* op, F f) {
+  const std::vector<std::string> in = texts(s, op);
+  std::vector<T> out;
+  out.reserve(in.size());
+  for (size_t i = 0; i < in.size(); ++i) out.push_back(f(in[i], i));
+  return from_vector(out, s.shape());
+}
+
+}  // namespace
+
+Tensor from_strings(const std::vector<std::string>& values,
+                    const Shape& shape) {
+  if (static_cast<int64_t>(values.size()) != shape.numel())
+    throw op_error<ShapeError>("from_strings", "expected ", shape.numel(),
+                               " strings for shape ", shape.str(), ", got ",
+                               values.size());
+  Tensor t = empty_tensor(shape, string_, Device::cpu(), "from_strings");
+  std::copy(values.begin(), values.end(),
+            static_cast<std::string*>(t.raw_data()));
+  return t;
+}
+
+Tensor constant(const std::string& text) {
+  return from_strings({text}, {});
+}
+
+Tensor operator+(const Tensor& s, const std::string& text) {
+  return s + constant(text);
+}
+Tensor operator+(const std::string& text, const Tensor& s) {
+  return constant(text) + s;
+}
+Tensor equal(const Tensor& s, const std::string& text) {
+  return equal(s, constant(text));
+}
+Tensor not_equal(const Tensor& s, const std::string& text) {
+  return not_equal(s, constant(text));
+}
+
+namespace strings {
+
+Tensor join(const Tensor& s, const std::string& separator, int64_t axis) {
+  const std::vector<std::string> in = texts(s, "join");
+  if (s.rank() == 0) return s;
+  if (axis < -s.rank() || axis >= s.rank())
+    throw op_error<IndexError>("join", "expected an axis in [", -s.rank(), ", ",
+                               s.rank(), "), got ", axis);
+  const int64_t a = axis < 0 ? axis + s.rank() : axis;
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < a; ++i) outer *= s.shape()[i];
+  for (int64_t i = a + 1; i < s.rank(); ++i) inner *= s.shape()[i];
+  const int64_t n = s.shape()[a];
+  std::vector<std::string> out(static_cast<size_t>(outer * inner));
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t k = 0; k < inner; ++k) {
+      std::string& joined = out[o * inner + k];
+      for (int64_t j = 0; j < n; ++j) {
+        if (j > 0) joined += separator;
+        joined += in[(o * n + j) * inner + k];
+      }
+    }
+  Shape shape;
+  for (int64_t i = 0; i < s.rank(); ++i)
+    if (i != a) shape.push_back(s.shape()[i]);
+  return from_strings(out, shape);
+}
+
+Tensor join(const std::vector<Tensor>& parts, const std::string& separator) {
+  if (parts.empty())
+    throw op_error<ValueError>("join",
+                               "expected at least one tensor, got none");
+  Tensor out = parts[0];
+  texts(out, "join");
+  for (size_t i = 1; i < parts.size(); ++i) {
+    texts(parts[i], "join");
+    out = separator.empty() ? out + parts[i] : out + separator + parts[i];
+  }
+  return out;
+}
+
+Tensor split(const Tensor& s, const std::string& separator) {
+  const std::vector<std::string> in = texts(s, "split");
+  if (s.rank() > 1)
+    throw op_error<ShapeError>(
+        "split", "expected a 0-d or 1-D string tensor, got ", s.shape().str());
+  std::vector<std::vector<std::string>> pieces;
+  for (const std::string& text : in) {
+    std::vector<std::string>& p = pieces.emplace_back();
+    if (separator.empty()) {
+      size_t i = 0;
+      while (i < text.size()) {
+        while (i < text.size() &&
+               std::isspace(static_cast<unsigned char>(text[i])))
+          ++i;
+        size_t j = i;
+        while (j < text.size() &&
+               !std::isspace(static_cast<unsigned char>(text[j])))
+          ++j;
+        if (j > i) p.push_back(text.substr(i, j - i));
+        i = j;
+      }
+    } else {
+      size_t start = 0;
+      for (size_t hit; (hit = text.find(separator, start)) != std::string::npos;
+           start = hit + separator.size())
+        p.push_back(text.substr(start, hit - start));
+      p.push_back(text.substr(start));
+    }
+  }
+  if (s.rank() == 0)
+    return from_strings(pieces[0], {static_cast<int64_t>(pieces[0].size())});
+  size_t longest = 0;
+  for (const auto& p : pieces) longest = std::max(longest, p.size());
+  std::vector<std::string> out(pieces.size() * longest);
+  for (size_t r = 0; r < pieces.size(); ++r)
+    std::move(pieces[r].begin(), pieces[r].end(), out.begin() + r * longest);
+  return from_strings(out, {static_cast<int64_t>(pieces.size()),
+                            static_cast<int64_t>(longest)});
+}
+
+Tensor length(const Tensor& s) {
+  return map_texts<int32_t>(s, "length", [](const std::string& t, size_t) {
+    if (t.size() > static_cast<size_t>(std::numeric_limits<int32_t>::max()))
+      throw op_error<ValueError>(
+          "length", "expected strings under 2^31 bytes, got ", t.size());
+    return static_cast<int32_t>(t.size());
+  });
+}
+
+Tensor to_number(const Tensor& s, DType dtype) {
+  const auto bad = [](const std::string& t, size_t i, const char* why) {
+    return op_error<ValueError>("to_number", "expected ", why, ", got \"", t,
+                                "\" at position ", i);
+  };
+  const auto parse = [&](const std::string& t, size_t i, auto value) {
+    const char* end = t.data() + t.size();
+    auto [ptr, ec] = std::from_chars(t.data(), end, value);
+    if (ec == std::errc::result_out_of_range)
+      throw bad(t, i, "a number that fits");
+    if (ec != std::errc() || ptr != end || t.empty())
+      throw bad(t, i, "a number");
+    return value;
+  };
+  switch (dtype) {
+    case DType::float32:
+      return map_texts<float>(
+          s, "to_number",
+          [&](const std::string& t, size_t i) { return parse(t, i, 0.0f); });
+    case DType::float64:
+      return map_texts<double>(
+          s, "to_number",
+          [&](const std::string& t, size_t i) { return parse(t, i, 0.0); });
+    case DType::int32:
+      return map_texts<int32_t>(s, "to_number",
+                                [&](const std::string& t, size_t i) {
+                                  return parse(t, i, int32_t{});
+                                });
+    case DType::int64:
+      return map_texts<int64_t>(s, "to_number",
+                                [&](const std::string& t, size_t i) {
+                                  return parse(t, i, int64_t{});
+                                });
+    case DType::bool_:
+    case DType::string_:
+      break;
+  }
+  throw op_error<DTypeError>("to_number",
+                             "expected float32, float64, int32 or int64, got ",
+                             dtype_name(dtype));
+}
+
+Tensor substr(const Tensor& s, int64_t pos, int64_t len) {
+  if (pos < 0 || len < 0)
+    throw op_error<ValueError>("substr", "expected pos >= 0 and len >= 0, got ",
+                               pos, " and ", len);
+  return map_texts<std::string>(
+      s, "substr", [&](const std::string& t, size_t i) {
+        if (static_cast<size_t>(pos) > t.size())
+          throw op_error<IndexError>(
+              "substr", "expected pos within the string's ", t.size(),
+              " bytes, got ", pos, " at position ", i);
+        return t.substr(static_cast<size_t>(pos), static_cast<size_t>(len));
+      });
+}
+
+Tensor lower(const Tensor& s) {
+  return map_texts<std::string>(s, "lower", [](std::string t, size_t) {
+    for (char& c : t)
+      c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return t;
+  });
+}
+
+Tensor upper(const Tensor& s) {
+  return map_texts<std::string>(s, "upper", [](std::string t, size_t) {
+    for (char& c : t)
+      c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    return t;
+  });
+}
+
+Tensor regex_full_match(const Tensor& s, const std::string& pattern) {
+  std::regex re;
+  try {
+    re = std::regex(pattern, std::regex::ECMAScript);
+  } catch (const std::regex_error& e) {
+    throw op_error<ValueError>("regex_full_match",
+                               "expected a valid pattern, got \"", pattern,
+                               "\": ", e.what());
+  }
+  return map_texts<bool>(
+      s, "regex_full_match", [&](const std::string& t, size_t i) {
+        if (t.size() > kRegexMaxBytes)
+          throw op_error<ValueError>(
+              "regex_full_match", "expected strings of at most ",
+              kRegexMaxBytes, " bytes, got ", t.size(), " at position ", i);
+        try {
+          return std::regex_match(t, re);
+        } catch (const std::regex_error& e) {
+          throw op_error<ValueError>("regex_full_match",
+                                     "expected a match to finish, got ",
+                                     e.what(), " at position ", i);
+        }
+      });
+}
+
+Vocabulary::Vocabulary(const std::vector<std::string>& tokens) {
+  for (const std::string& t : tokens)
+    if (!t.empty()) ids_.emplace(t, static_cast<int64_t>(ids_.size()) + 2);
+}
+
+Tensor Vocabulary::lookup(const Tensor& tokens) const {
+  return map_texts<int64_t>(tokens, "lookup",
+                            [&](const std::string& t, size_t) {
+                              if (t.empty()) return int64_t{0};
+                              const auto it = ids_.find(t);
+                              return it == ids_.end() ? int64_t{1} : it->second;
+                            });
+}
+
+}  // namespace strings
+}  // namespace tapeflow
