@@ -86,6 +86,16 @@ inline void set_images_per_second(benchmark::State& state, int64_t batch) {
   state.counters["images"] = benchmark::Counter(
       double(batch) * double(state.iterations()), benchmark::Counter::kIsRate);
 }
+/** lstm_train: an LSTM layer's forward and backward (the issue-17 case). */
+struct LstmShape {
+  int64_t batch = 32, time = 100, features = 256, units = 256;
+};
+inline constexpr LstmShape kLstm{};
+/** Counter sequences, a rate (sequences/s). */
+inline void set_sequences_per_second(benchmark::State& state, int64_t batch) {
+  state.counters["sequences"] = benchmark::Counter(
+      double(batch) * double(state.iterations()), benchmark::Counter::kIsRate);
+}
 /** Seconds per op of the chain, forward + gradient (shown as per_op). */
 inline void set_chain_per_op(benchmark::State& state) {
   state.counters["per_op"] = benchmark::Counter(
@@ -122,6 +132,10 @@ void onednn_batch_norm(benchmark::State& state, bool train);
 // precision `medium` (tapeflow) and CPU autocast to bfloat16 (libtorch).
 void tf_train_step_cnn(benchmark::State& state, bool bf16_products);
 void tf_train_step_softmax(benchmark::State& state);
+// lstm_train (bench_rnn.cpp; libtorch's torch::nn::LSTM in torch_peer_rnn.cpp):
+// one LSTM layer over (batch, time, features), batch-major, every step's h
+// returned; forward and the gradients w.r.t. the weights of sum(h).
+void tf_lstm_train(benchmark::State& state);
 // adam_update (bench_optim.cpp): one Adam step over mnist_cnn's parameters,
 // against a loop with its access pattern (bytes/s).
 void tf_adam_update(benchmark::State& state);
@@ -163,6 +177,7 @@ void max_pool2d(benchmark::State& state, PoolShape s, bool train);
 void batch_norm(benchmark::State& state, bool train);
 void train_step_cnn(benchmark::State& state, bool bf16_autocast);
 void train_step_softmax(benchmark::State& state);
+void lstm_train(benchmark::State& state);
 }  // namespace torch_peer
 
 }  // namespace tfbench

@@ -152,6 +152,10 @@ void register_all() {
   if constexpr (kTorch)
     reg("train_step_softmax/libtorch", kMicrosecond,
         torch_peer::train_step_softmax);
+  // An LSTM layer's forward and backward (counter sequences: sequences/s).
+  reg("lstm_train/tapeflow", kMillisecond, tf_lstm_train);
+  if constexpr (kTorch)
+    reg("lstm_train/libtorch", kMillisecond, torch_peer::lstm_train);
   // Record files (bytes/s and records/s).
   reg("tfrecord_read/tapeflow", kMillisecond, tf_tfrecord_read);
   reg("tfrecord_read/raw_read", kMillisecond, raw_tfrecord_read);
