@@ -192,6 +192,16 @@ TEST_CASE("padded_batch pads to the longest or to a given shape") {
   throws_with<tpf::ShapeError>([&] { collect(ragged.padded_batch(3, {{2}})); },
                                {"[padded_batch]", "at most 2", "extent 3"});
 
+  // String tensors pad with "".
+  auto texts = data::range(1, 3).map([](tpf::Tensor n) {
+    return tpf::from_strings(std::vector<std::string>(n.item<int64_t>(), "w"),
+                             {n.item<int64_t>()});
+  });
+  auto padded_texts = collect(texts.padded_batch(2));
+  REQUIRE(padded_texts.size() == 1);
+  CHECK(padded_texts[0].to_strings() ==
+        std::vector<std::string>{"w", "", "w", "w"});
+
   // Tuples: per-component shapes, -1 = the longest on that axis.
   auto pairs = ragged.map([](tpf::Tensor v) {
     return std::tuple{tpf::reshape(v, {1, -1}), tpf::zeros({2})};

@@ -32,6 +32,11 @@ TEST_CASE("string tensors are made from literals and vectors and read back") {
   CHECK(tpf::reshape(grid, {3, 2}).contiguous().to_strings()[4] == "e");
   CHECK(tpf::from_strings({"x", "y", "z", "w"}, {2, 2}).to_strings()[3] == "w");
   CHECK(tpf::zeros_like(grid).to_strings() == Strings(6, ""));
+  // An empty strided view copies to nothing (found by the ops fuzzer).
+  const auto none = tpf::transpose(tpf::from_strings({}, {0, 2}));
+  CHECK(none.contiguous().shape() == tpf::Shape{2, 0});
+  CHECK(tpf::Variable(tpf::slice(tpf::transpose(grid), {0, 0}, {3, 0}))
+            .shape() == tpf::Shape{3, 0});
   testing::expect_error<tpf::ShapeError>(
       [] { (void)tpf::from_strings({"x"}, {2}); }, "[from_strings]");
   testing::expect_error<tpf::DTypeError>([&] { (void)s.to_vector<double>(); },

@@ -71,9 +71,10 @@ template <size_t N, class Row>
 void run_elementwise_serial(const Tensor& out,
                             const std::array<const Tensor*, N - 1>& in,
                             Row&& row) {
+  if (out.numel() == 0) return;
   std::array<int64_t, N> flat;
   if (flat_elementwise<N>(out, in, flat)) {
-    if (out.numel() > 0) row(std::array<int64_t, N>{}, out.numel(), flat);
+    row(std::array<int64_t, N>{}, out.numel(), flat);
     return;
   }
   for_each_row(plan_elementwise<N>(out, in), 0, out.numel(), row);

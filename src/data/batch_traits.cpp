@@ -66,7 +66,11 @@ Tensor pad_and_stack(const std::vector<Tensor>& elements,
       if (p.dim(d) == target[d]) continue;
       Shape fill_shape = p.shape();
       fill_shape[d] = target[d] - p.dim(d);
-      p = concat({p, full(fill_shape, value, t.dtype(), t.device())}, d);
+      // Text pads with "" (a string tensor's zero), numbers with `value`.
+      const Tensor pad = is_string(t.dtype())
+                             ? empty(fill_shape, string_, t.device())
+                             : full(fill_shape, value, t.dtype(), t.device());
+      p = concat({p, pad}, d);
     }
     padded.push_back(std::move(p));
   }

@@ -64,8 +64,9 @@ class Program {
    */
   double range_value() { return values()[byte() % 12]; }
   tpf::DType dtype() {
-    static constexpr std::array<tpf::DType, 5> types = {
-        tpf::float32, tpf::float64, tpf::int32, tpf::int64, tpf::bool_};
+    static constexpr std::array<tpf::DType, 6> types = {
+        tpf::float32, tpf::float64, tpf::int32,
+        tpf::int64,   tpf::bool_,   tpf::string_};
     return types[byte() % types.size()];
   }
   static const std::array<double, 16>& values() {
@@ -92,7 +93,13 @@ class Program {
     for (auto& d : dims) n *= (d = small() % 4);
     std::vector<double> values(static_cast<size_t>(n));
     for (auto& v : values) v = value();
-    return tpf::from_vector(values, tpf::Shape(dims)).cast(dtype());
+    const tpf::DType type = dtype();
+    if (type == tpf::string_) {  // text: every op must take it or refuse it
+      std::vector<std::string> texts;
+      for (double v : values) texts.push_back(std::to_string(v));
+      return tpf::from_strings(texts, tpf::Shape(dims));
+    }
+    return tpf::from_vector(values, tpf::Shape(dims)).cast(type);
   }
 
  private:
@@ -131,7 +138,11 @@ void check_size(const tpf::Tensor& t) {
     if (d < 0 || (!empty && __builtin_mul_overflow(n, d, &n))) std::abort();
   }
   if (n != t.numel()) std::abort();
-  if (n <= 4096) (void)t.to_vector<double>();  // reads every element
+  if (n > 4096) return;
+  if (tpf::is_string(t.dtype()))
+    (void)t.to_strings();  // reads every element
+  else
+    (void)t.to_vector<double>();
 }
 
 tpf::nn::PoolOptions pool_options(Program& p, size_t rank) {
