@@ -109,8 +109,9 @@ TEST_CASE("parse_single_example: fixed, var-len, bytes, defaults") {
   CHECK(p.bytes.at("name").shape == tpf::Shape{});
   CHECK(p.bytes.at("name").values == Strings{"cat"});
   CHECK(p.bytes.at("lang").values == Strings{"en"});
+  CHECK(p.bytes.at("lang").tensor().item<std::string>() == "en");
   const auto& words = p.sparse.at("words");
-  CHECK_FALSE(words.values.defined());
+  CHECK(words.values.to_strings() == Strings{"a", "bb"});
   CHECK(words.bytes_values == Strings{"a", "bb"});
   CHECK(words.indices.to_vector<int64_t>() == Ints{0, 1});
   const auto& none = p.sparse.at("none");
@@ -149,6 +150,7 @@ TEST_CASE("parse_example: a batch is stacked; var-len is [batch, longest]") {
   CHECK(v.dense_shape == tpf::Shape{3, 3});
   CHECK(p.bytes.at("s").shape == tpf::Shape{3, 2});
   CHECK(p.bytes.at("s").values == Strings{"p", "q", "r", "s", "t", "u"});
+  CHECK(p.bytes.at("s").tensor().shape() == tpf::Shape{3, 2});
   // An empty batch gives empty results of the right shapes.
   const io::ParsedFeatures e = io::parse_example({}, spec);
   CHECK(e.dense.at("x").shape() == tpf::Shape{0, 2});

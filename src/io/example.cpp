@@ -264,8 +264,10 @@ ParsedFeatures parse(std::span<const std::string_view> records,
       st.values = from_vector(c.floats, {nnz});
     else if (c.kind == kInt64s)
       st.values = from_vector(c.ints, {nnz});
-    else
+    else {
+      st.values = from_strings(c.strings, {nnz});
       st.bytes_values = std::move(c.strings);
+    }
     out.sparse.emplace(*c.name, std::move(st));
   }
   return out;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "tapeflow/core/tensor.hpp"
+#include "tapeflow/creation.hpp"
 
 namespace tapeflow::io {
 
@@ -74,13 +75,15 @@ using FeatureSpecs = std::map<std::string, FeatureSpec>;
 struct BytesTensor {
   Shape shape;
   std::vector<std::string> values;
+  /** The same strings as a tpf::string_ tensor. */
+  Tensor tensor() const { return from_strings(values, shape); }
 };
 
 /**
  * COO sparse values (tf.SparseTensor): row i of `indices` (int64, [nnz,
  * rank]) is the position of values[i] in a dense tensor of `dense_shape`.
- * `values` is float32/int64 [nnz]; for bytes features it is undefined and
- * the strings are in `bytes_values`.
+ * `values` is float32/int64 [nnz], or for bytes features a string_ tensor
+ * [nnz] whose strings are also in `bytes_values`.
  */
 struct SparseTensor {
   Tensor indices;
