@@ -13,6 +13,7 @@
 #include <tapeflow/tapeflow.hpp>
 #include <vector>
 
+#include "common/cli.hpp"
 #include "common/progress.hpp"
 
 namespace tpf = tapeflow;
@@ -353,13 +354,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   // The matrices are tiny: extra threads cost more to wake than they save,
   // and far more when another process holds the cores.
-  app.add_option("--threads", o.threads, "CPU threads (0: all cores)")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
+  samples::add_threads_option(app, o.threads);
   CLI11_PARSE(app, argc, argv);
 
-  try {
-    if (o.threads > 0) tpf::config::set_intra_op_threads(o.threads);
+  return samples::run_sample(o.threads, [&] {
     tpf::manual_seed(o.seed);
     const bool random_ok = random_pairs_demo(o);
     const bool letters_ok = letters_demo(o.noise);
@@ -373,8 +371,5 @@ int main(int argc, char** argv) {
     }
     std::printf("\nself-check passed: every stored pair recalled exactly\n");
     return 0;
-  } catch (const tpf::Error& e) {
-    std::fprintf(stderr, "%s\n", e.what());
-    return 2;
-  }
+  });
 }

@@ -24,6 +24,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/cli.hpp"
 #include "common/progress.hpp"
 
 namespace tpf = tapeflow;
@@ -59,13 +60,17 @@ struct Sentence {
   std::vector<int64_t> tags;
 };
 
+std::string tag_list() {
+  std::string list;
+  for (const auto& t : kTags) list += (list.empty() ? "" : ", ") + t;
+  return list;
+}
+
 int64_t tag_id(const std::string& tag, const std::string& where) {
   const auto it = std::find(kTags.begin(), kTags.end(), tag);
   if (it == kTags.end())
-    throw tpf::ValueError(
-        "[idcnn_tagger] expected a BIO tag of PER, LOC or "
-        "ORG, got \"" +
-        tag + "\" at " + where);
+    throw tpf::IOError("[idcnn_tagger] expected a tag of " + tag_list() +
+                       ", got \"" + tag + "\" at " + where);
   return it - kTags.begin();
 }
 
@@ -411,17 +416,14 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   // The matrices are small: extra threads cost more to wake than they save,
   // and far more when another process holds the cores.
-  app.add_option("--threads", o.threads, "CPU threads (0: all cores)")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
+  samples::add_threads_option(app, o.threads);
   app.add_option("--min-f1", o.min_f1,
                  "the IDCNN's test entity F1 below which the run fails")
       ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
-  try {
-    if (o.threads > 0) tpf::config::set_intra_op_threads(o.threads);
+  return samples::run_sample(o.threads, [&] {
     const auto training = read_conll(o.data_dir + "/ner_train.conll");
     const auto test = read_conll(o.data_dir + "/ner_test.conll");
     const Vocabulary vocabulary(training);
@@ -448,6 +450,7 @@ int main(int argc, char** argv) {
     if (o.model != "idcnn") {
       tpf::manual_seed(o.seed);
       nn::Sequential bilstm = bilstm_tagger(o, vocabulary.size());
+      std::fputs(bilstm.summary({1, 5}).c_str(), stdout);
       run("BiLSTM", bilstm);
     }
     print_table(results);
@@ -460,8 +463,5 @@ int main(int argc, char** argv) {
       return 1;
     }
     return 0;
-  } catch (const tpf::Error& e) {
-    std::fprintf(stderr, "%s\n", e.what());
-    return 2;
-  }
+  });
 }

@@ -13,6 +13,7 @@
 #include <tapeflow/tapeflow.hpp>
 #include <vector>
 
+#include "common/cli.hpp"
 #include "common/progress.hpp"
 
 namespace tpf = tapeflow;
@@ -186,15 +187,7 @@ int main(int argc, char** argv) {
                  "self-check: the held-out error must end below this share "
                  "of the naive forecast's")
       ->capture_default_str();
-  app.add_option("--threads", o.threads, "CPU threads (0: all cores)")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
+  samples::add_threads_option(app, o.threads);
   CLI11_PARSE(app, argc, argv);
-  try {
-    if (o.threads > 0) tpf::config::set_intra_op_threads(o.threads);
-    return run(o);
-  } catch (const tpf::Error& e) {
-    std::fprintf(stderr, "%s\n", e.what());
-    return 2;
-  }
+  return samples::run_sample(o.threads, [&] { return run(o); });
 }

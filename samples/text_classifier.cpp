@@ -13,6 +13,7 @@
 #include <tapeflow/tapeflow.hpp>
 #include <vector>
 
+#include "common/cli.hpp"
 #include "common/progress.hpp"
 
 namespace tpf = tapeflow;
@@ -201,15 +202,7 @@ int main(int argc, char** argv) {
   app.add_option("--min-accuracy", o.min_accuracy,
                  "self-check: the final test accuracy must reach this")
       ->capture_default_str();
-  app.add_option("--threads", o.threads, "CPU threads (0: all cores)")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
+  samples::add_threads_option(app, o.threads);
   CLI11_PARSE(app, argc, argv);
-  try {
-    if (o.threads > 0) tpf::config::set_intra_op_threads(o.threads);
-    return run(o);
-  } catch (const tpf::Error& e) {
-    std::fprintf(stderr, "%s\n", e.what());
-    return 2;
-  }
+  return samples::run_sample(o.threads, [&] { return run(o); });
 }

@@ -334,37 +334,6 @@ TEST_CASE("masked steps carry the states over; mask_zero from Embedding") {
               lstm(emb(tpf::tensor<int64_t>({{4, 2, 7}}))));
 }
 
-TEST_CASE("Embedding: rows of the table, id errors, gradient, int32 ids") {
-  nn::Embedding emb(4, 2, {.embeddings_initializer = nn::constant(0.0)});
-  tpf::Variable table = emb.embeddings();
-  table.assign(tpf::tensor<float>({{0, 1}, {10, 11}, {20, 21}, {30, 31}}));
-  const auto ids = tpf::tensor<int64_t>({{1, 0, 3}, {2, 2, 0}});
-  const auto y = emb(ids);
-  CHECK(y.shape() == tpf::Shape{2, 3, 2});
-  CHECK(y.to_vector<float>() ==
-        std::vector<float>{10, 11, 0, 1, 30, 31, 20, 21, 20, 21, 0, 1});
-  CHECK_CLOSE(emb(tpf::cast(ids, tpf::int32)), y);
-  tpf::GradientTape tape;
-  const auto g = tape.gradient(tpf::sum(emb(ids)), {emb.embeddings()})[0];
-  CHECK(g.to_vector<float>() == std::vector<float>{2, 2, 1, 1, 2, 2, 1, 1});
-  CHECK(emb.named_parameters()[0].first == "embedding/embeddings");
-  try {
-    (void)emb(tpf::tensor<int64_t>({0, 4}));
-    FAIL("expected an IndexError");
-  } catch (const tpf::IndexError& e) {
-    const std::string msg = e.what();
-    CHECK(msg.rfind("[embedding]", 0) == 0);
-    CHECK(msg.find("got 4") != std::string::npos);
-  }
-  testing::expect_error<tpf::IndexError>(
-      [&] { (void)emb(tpf::tensor<int32_t>({-1})); }, "[embedding]");
-  testing::expect_error<tpf::DTypeError>([&] { (void)emb(tpf::tensor({1.0})); },
-                                         "[embedding]");
-  testing::expect_error<tpf::ValueError>([] { nn::Embedding(0, 3); },
-                                         "[embedding]");
-  CHECK(emb(tpf::zeros({0, 5}, tpf::int64)).shape() == tpf::Shape{0, 5, 2});
-}
-
 TEST_CASE("Keras weight names; weights saved by name load into a new layer") {
   nn::LSTM lstm(3);
   (void)lstm(tpf::ones({1, 2, 5}));
@@ -431,8 +400,7 @@ TEST_CASE("dropout masks: one per sequence, training only, repeatable") {
   nn::LSTM lstm(3, {.dropout = 0.2, .recurrent_dropout = 0.3, .seed = 1});
   tpf::GradientTape tape;
   const auto loss = tpf::sum(lstm(tpf::ones({2, 5, 4})));
-  for (const auto& g : tape.gradient(loss, sources(lstm)))
-    CHECK(g.defined());
+  for (const auto& g : tape.gradient(loss, sources(lstm))) CHECK(g.defined());
 }
 
 TEST_CASE("1,000 steps: the tape holds the same bytes per step as at 250") {
