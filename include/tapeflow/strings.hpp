@@ -58,11 +58,13 @@ Tensor lower(const Tensor& s);
 Tensor upper(const Tensor& s);
 /**
  * Whether each whole string matches the ECMAScript `pattern` (std::regex;
- * ValueError for a bad pattern). std::regex recurses per character, so
- * strings longer than kRegexMaxBytes are a ValueError, not a stack overflow.
+ * ValueError for a bad pattern). std::regex recurses per character, deeper
+ * for nested patterns: matching runs on a thread with a 256 MiB stack, and a
+ * string whose length times (the pattern's length + 1) exceeds
+ * kRegexMaxWork is a ValueError rather than a stack overflow.
  */
 Tensor regex_full_match(const Tensor& s, const std::string& pattern);
-inline constexpr size_t kRegexMaxBytes = 16384;
+inline constexpr size_t kRegexMaxWork = size_t{1} << 19;
 
 /**
  * A fixed vocabulary mapping tokens to int64 ids (Keras' StringLookup):
