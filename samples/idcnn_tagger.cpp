@@ -450,7 +450,6 @@ int main(int argc, char** argv) {
     if (o.model != "idcnn") {
       tpf::manual_seed(o.seed);
       nn::Sequential bilstm = bilstm_tagger(o, vocabulary.size());
-      std::fputs(bilstm.summary({1, 5}).c_str(), stdout);
       run("BiLSTM", bilstm);
     }
     print_table(results);

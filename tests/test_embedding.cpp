@@ -33,3 +33,13 @@ TEST_CASE("Embedding: rows of the table, id errors, gradient, int32 ids") {
                                          "[embedding]");
   CHECK(emb(tpf::zeros({0, 5}, tpf::int64)).shape() == tpf::Shape{0, 5, 2});
 }
+
+TEST_CASE("summary of a model that starts with an Embedding takes int ids") {
+  nn::Sequential model;
+  model.add(nn::Embedding(10, 4, {.mask_zero = true}));
+  model.add(nn::LSTM(3));
+  const std::string table = model.summary({2, 5}, tpf::int64);
+  CHECK(table.find("embedding (embedding)") != std::string::npos);
+  CHECK(table.find("(2, 3)") != std::string::npos);
+  CHECK(model.count_params() == 40 + 4 * (4 * 3 + 3 * 3 + 3));
+}

@@ -414,3 +414,24 @@ TEST_CASE("pooling cost follows the data, not the window or the stride") {
     CHECK(nn::max_pool3d(x3, {{2}, {far}, "VALID"}).item<double>() == 13.0);
   }
 }
+
+TEST_CASE("integers wrap as NumPy's; huge shapes form no overflowing product") {
+  // Found by the ops fuzzer under UBSan once it drew string tensors (which
+  // shifted its programs): signed overflow in scalar kernels is undefined.
+  constexpr int64_t lo = std::numeric_limits<int64_t>::min();
+  constexpr int64_t hi = std::numeric_limits<int64_t>::max();
+  const auto extremes = tpf::tensor<int64_t>({lo, hi});
+  CHECK(tpf::abs(extremes).to_vector<int64_t>() ==
+        std::vector<int64_t>{lo, hi});
+  CHECK((-extremes).to_vector<int64_t>() == std::vector<int64_t>{lo, -hi});
+  CHECK(tpf::square(extremes).to_vector<int64_t>() ==
+        std::vector<int64_t>{0, 1});
+  CHECK((extremes + extremes).to_vector<int64_t>() ==
+        std::vector<int64_t>{0, -2});
+  CHECK(tpf::sum(tpf::tensor<int64_t>({hi, 2})).item<int64_t>() == lo + 1);
+  CHECK(tpf::prod(tpf::tensor<int64_t>({hi, 2})).item<int64_t>() == -2);
+  const auto wide = tpf::broadcast_to(tpf::ones({1, 1, 2}), {0, hi, 2});
+  CHECK(wide.numel() == 0);
+  const auto empty = tpf::zeros({0, hi, 2});
+  CHECK(empty.cast(tpf::float64).numel() == 0);
+}

@@ -64,7 +64,7 @@ Tensor upper(const Tensor& s);
  * kRegexMaxWork is a ValueError rather than a stack overflow.
  */
 Tensor regex_full_match(const Tensor& s, const std::string& pattern);
-inline constexpr size_t kRegexMaxWork = size_t{1} << 19;
+inline constexpr size_t kRegexMaxWork = size_t{1} << 17;
 
 /**
  * A fixed vocabulary mapping tokens to int64 ids (Keras' StringLookup):

@@ -64,10 +64,14 @@ Tensor make_view(const Tensor& base, const Shape& shape, const Shape& strides,
   impl->storage = base.impl()->storage;
   impl->shape = shape;
   impl->strides = strides;
-  int64_t expected = 1;
+  // Unsigned: a broadcast view of 2^63-1 rows overflows the product, which
+  // then only needs to differ from the strides (a view that large is
+  // contiguous only when empty).
+  uint64_t expected = 1;
   for (int64_t i = shape.size() - 1; i >= 0; --i) {
-    if (shape[i] != 1 && strides[i] != expected) impl->contiguous = false;
-    expected *= shape[i];
+    if (shape[i] != 1 && strides[i] != static_cast<int64_t>(expected))
+      impl->contiguous = false;
+    expected *= static_cast<uint64_t>(shape[i]);
   }
   impl->offset = offset;
   impl->dtype = base.dtype();

@@ -16,6 +16,26 @@ using scalar_of =
     typename std::conditional_t<std::is_arithmetic_v<T>, std::type_identity<T>,
                                 typename T::value_type>;
 
+/**
+ * f(a, b) with signed integers wrapping modulo 2^bits, as NumPy's and as the
+ * SIMD lanes do: scalars go through the unsigned type, where C++ defines the
+ * wrap (signed overflow is undefined behaviour).
+ */
+template <class T, class F>
+T wrapping(const T& a, const T& b, F f) {
+  if constexpr (std::is_integral_v<T> && std::is_signed_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(f(static_cast<U>(a), static_cast<U>(b)));
+  } else {
+    return f(a, b);
+  }
+}
+/** -a, wrapping for signed integers (-INT64_MIN is INT64_MIN, as NumPy). */
+template <class T>
+T wrapping_neg(const T& a) {
+  return wrapping(T(0), a, [](auto x, auto y) { return x - y; });
+}
+
 struct NotF {
   uint8_t operator()(uint8_t a) const { return !a; }
 };
@@ -23,19 +43,19 @@ struct NotF {
 struct AddF {
   template <class T>
   T operator()(const T& a, const T& b) const {
-    return a + b;
+    return wrapping(a, b, [](auto x, auto y) { return x + y; });
   }
 };
 struct SubF {
   template <class T>
   T operator()(const T& a, const T& b) const {
-    return a - b;
+    return wrapping(a, b, [](auto x, auto y) { return x - y; });
   }
 };
 struct MulF {
   template <class T>
   T operator()(const T& a, const T& b) const {
-    return a * b;
+    return wrapping(a, b, [](auto x, auto y) { return x * y; });
   }
 };
 struct DivF {

@@ -23,7 +23,7 @@ struct SumR {
   static T identity() { return T(0); }
   template <class V>
   static V combine(const V& a, const V& b) {
-    return a + b;
+    return AddF{}(a, b);  // integers wrap, as NumPy's sum
   }
 };
 template <class T>
@@ -31,7 +31,7 @@ struct ProdR {
   static T identity() { return T(1); }
   template <class V>
   static V combine(const V& a, const V& b) {
-    return a * b;
+    return MulF{}(a, b);
   }
 };
 template <class T>

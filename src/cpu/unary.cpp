@@ -45,7 +45,8 @@ T one(const T&) {
 void register_unary(Registry& r) {
   constexpr auto cpu = DeviceType::cpu;
   using xsimd::select;
-  r.set<Neg>(cpu, numeric<Neg>([](auto a) { return -a; }), "xsimd");
+  r.set<Neg>(cpu, numeric<Neg>([](auto a) { return wrapping_neg(a); }),
+             "xsimd");
   r.set<Exp>(cpu, floating<Exp>([](auto a) { return xsimd::exp(a); }), "xsimd");
   r.set<Log>(cpu, floating<Log>([](auto a) { return xsimd::log(a); }), "xsimd");
   r.set<Sqrt>(cpu, floating<Sqrt>([](auto a) { return xsimd::sqrt(a); }),
@@ -53,7 +54,14 @@ void register_unary(Registry& r) {
   r.set<Rsqrt>(cpu,
                floating<Rsqrt>([](auto a) { return one(a) / xsimd::sqrt(a); }),
                "xsimd");
-  r.set<Abs>(cpu, numeric<Abs>([](auto a) { return xsimd::abs(a); }), "xsimd");
+  r.set<Abs>(cpu, numeric<Abs>([](auto a) {
+               using T = decltype(a);
+               if constexpr (std::is_integral_v<T>)
+                 return a < 0 ? wrapping_neg(a) : a;  // |INT64_MIN| wraps
+               else
+                 return xsimd::abs(a);
+             }),
+             "xsimd");
   r.set<Sign>(cpu, numeric<Sign>([](auto a) {
                 using T = decltype(a);
                 if constexpr (std::is_arithmetic_v<T>)
@@ -62,7 +70,8 @@ void register_unary(Registry& r) {
                   return select(a > T(0), T(1), select(a < T(0), T(-1), T(0)));
               }),
               "xsimd");
-  r.set<Square>(cpu, numeric<Square>([](auto a) { return a * a; }), "xsimd");
+  r.set<Square>(cpu, numeric<Square>([](auto a) { return MulF{}(a, a); }),
+                "xsimd");
   r.set<Sin>(cpu, floating<Sin>([](auto a) { return xsimd::sin(a); }), "xsimd");
   r.set<Cos>(cpu, floating<Cos>([](auto a) { return xsimd::cos(a); }), "xsimd");
   r.set<Tanh>(cpu, floating<Tanh>([](auto a) { return xsimd::tanh(a); }),

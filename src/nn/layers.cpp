@@ -125,26 +125,37 @@ void Sequential::append(std::shared_ptr<Module> layer) {
   add_child(std::move(layer));
 }
 
+namespace {
+
+/**
+ * One layer of the chain: built if new, run with the mask of padded steps
+ * the layers before made (Keras' mask propagation), which it then updates.
+ */
+Tensor chain_step(Module& layer, const Tensor& in, Tensor& mask) {
+  layer.build_for(in.shape(), in.device());
+  const Tensor out =
+      mask.defined() ? layer.forward_masked(in, mask) : layer.forward(in);
+  mask = layer.output_mask(in, mask);
+  return out;
+}
+
+}  // namespace
+
 Tensor Sequential::forward(const Tensor& x) {
   Tensor y = x, mask;
-  for (const auto& layer : children()) {
-    const Tensor in = y;
-    layer->build_for(in.shape(), in.device());
-    y = mask.defined() ? layer->forward_masked(in, mask) : layer->forward(in);
-    mask = layer->output_mask(in, mask);
-  }
+  for (const auto& layer : children()) y = chain_step(*layer, y, mask);
   return y;
 }
 
-std::string Sequential::summary(const Shape& input_shape) {
+std::string Sequential::summary(const Shape& input_shape, DType dtype) {
   const bool was_training = is_training();
   eval();
   std::vector<std::pair<Shape, int64_t>> rows;
   {
     NoGradGuard no_grad;
-    Tensor y = zeros(input_shape);
+    Tensor y = zeros(input_shape, dtype), mask;
     for (const auto& layer : children()) {
-      y = (*layer)(y);
+      y = chain_step(*layer, y, mask);
       rows.emplace_back(y.shape(), layer->count_params());
     }
   }

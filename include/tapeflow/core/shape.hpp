@@ -75,10 +75,12 @@ std::ostream& operator<<(std::ostream& os, const Shape& s);
 inline Shape contiguous_strides(const Shape& s) {
   Shape st;
   st.resize(s.size());
-  int64_t acc = 1;
+  // Unsigned: only an empty tensor's extents can overflow the product (its
+  // strides then address nothing), and that must not be undefined.
+  uint64_t acc = 1;
   for (int64_t i = s.size() - 1; i >= 0; --i) {
-    st[i] = acc;
-    acc *= s[i] > 0 ? s[i] : 1;
+    st[i] = static_cast<int64_t>(acc);
+    acc *= static_cast<uint64_t>(s[i] > 0 ? s[i] : 1);
   }
   return st;
 }

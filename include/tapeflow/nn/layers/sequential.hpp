@@ -26,9 +26,10 @@ class Sequential : public Module {
   /**
    * Keras-style table (layer, output shape, parameter count) from one
    * forward pass, in inference mode and unrecorded, of zeros of
-   * `input_shape` (batch axis included).
+   * `input_shape` (batch axis included) and `dtype` (int64 for a model that
+   * starts with an Embedding).
    */
-  std::string summary(const Shape& input_shape);
+  std::string summary(const Shape& input_shape, DType dtype = float32);
 };
 
 }  // namespace tapeflow::nn
