@@ -5,6 +5,7 @@
 // registers every body in case order (see bench_main.cpp).
 #include <benchmark/benchmark.h>
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 
@@ -95,6 +96,26 @@ inline constexpr LstmShape kLstm{};
 inline void set_sequences_per_second(benchmark::State& state, int64_t batch) {
   state.counters["sequences"] = benchmark::Counter(
       double(batch) * double(state.iterations()), benchmark::Counter::kIsRate);
+}
+/**
+ * The loop of a training-step case, for tapeflow's and libtorch's tensors
+ * alike: `warmup` steps, one more whose loss must be finite (else the case
+ * is skipped with an error naming `who`), then one step() per iteration.
+ * Returns false when skipped.
+ */
+template <class Step>
+bool time_steps(benchmark::State& state, Step&& step, int warmup,
+                const char* who) {
+  for (int i = 0; i < warmup; ++i) step();
+  if (!std::isfinite(step().template item<double>())) {
+    state.SkipWithError((std::string(who) + ": non-finite loss").c_str());
+    return false;
+  }
+  for (auto _ : state) {
+    auto loss = step();
+    benchmark::DoNotOptimize(loss);
+  }
+  return true;
 }
 /** Seconds per op of the chain, forward + gradient (shown as per_op). */
 inline void set_chain_per_op(benchmark::State& state) {

@@ -1,7 +1,5 @@
 // lstm_train of tapeflow: nn::LSTM forward on a fresh tape and the gradients
 // of sum(h) w.r.t. its weights, on a fixed random batch.
-#include <cmath>
-
 #include "bench_cases.hpp"
 #include "tapeflow/tapeflow.hpp"
 
@@ -23,15 +21,8 @@ void tf_lstm_train(benchmark::State& state) {
     benchmark::DoNotOptimize(grads);
     return loss;
   };
-  if (!std::isfinite(step().item<double>())) {
-    state.SkipWithError("non-finite loss");
-    return;
-  }
-  for (auto _ : state) {
-    tpf::Tensor loss = step();
-    benchmark::DoNotOptimize(loss);
-  }
-  set_sequences_per_second(state, s.batch);
+  if (time_steps(state, step, 0, "tapeflow"))
+    set_sequences_per_second(state, s.batch);
 }
 
 }  // namespace tfbench

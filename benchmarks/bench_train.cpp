@@ -3,7 +3,6 @@
 // models (samples/mnist_cnn.cpp, samples/mnist_softmax.cpp and the step of
 // samples/common/trainer.hpp) on a fixed random batch. The libtorch peer is in
 // torch_peer_train.cpp.
-#include <cmath>
 #include <vector>
 
 #include "bench_cases.hpp"
@@ -42,16 +41,8 @@ void run(benchmark::State& state, nn::Sequential& model,
     optimizer.apply_gradients(grads, params);
     return loss;
   };
-  for (int i = 0; i < kWarmupSteps; ++i) step();
-  if (!std::isfinite(step().item<double>())) {
-    state.SkipWithError("non-finite loss");
-    return;
-  }
-  for (auto _ : state) {
-    tpf::Tensor loss = step();
-    benchmark::DoNotOptimize(loss);
-  }
-  set_images_per_second(state, batch);
+  if (time_steps(state, step, kWarmupSteps, "tapeflow"))
+    set_images_per_second(state, batch);
 }
 
 }  // namespace

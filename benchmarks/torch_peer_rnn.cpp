@@ -2,8 +2,6 @@
 // gradients of sum(h) w.r.t. its weights, as bench_rnn.cpp.
 #include <torch/torch.h>
 
-#include <cmath>
-
 #include "bench_cases.hpp"
 
 namespace tfbench::torch_peer {
@@ -20,15 +18,8 @@ void lstm_train(benchmark::State& state) {
     loss.backward();
     return loss;
   };
-  if (!std::isfinite(step().item<double>())) {
-    state.SkipWithError("libtorch: non-finite loss");
-    return;
-  }
-  for (auto _ : state) {
-    torch::Tensor loss = step();
-    benchmark::DoNotOptimize(loss);
-  }
-  set_sequences_per_second(state, s.batch);
+  if (time_steps(state, step, 0, "libtorch"))
+    set_sequences_per_second(state, s.batch);
 }
 
 }  // namespace tfbench::torch_peer

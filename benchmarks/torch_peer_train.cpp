@@ -5,8 +5,6 @@
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
-#include <cmath>
-
 #include "bench_cases.hpp"
 #include "torch/cnn_model.hpp"
 
@@ -30,16 +28,8 @@ void run(benchmark::State& state, torch::nn::Sequential& model,
     optimizer.step();
     return loss;
   };
-  for (int i = 0; i < kWarmupSteps; ++i) step();
-  if (!std::isfinite(step().item<double>())) {
-    state.SkipWithError("libtorch: non-finite loss");
-    return;
-  }
-  for (auto _ : state) {
-    torch::Tensor loss = step();
-    benchmark::DoNotOptimize(loss);
-  }
-  set_images_per_second(state, batch);
+  if (time_steps(state, step, kWarmupSteps, "libtorch"))
+    set_images_per_second(state, batch);
 }
 
 }  // namespace
