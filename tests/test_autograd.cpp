@@ -207,3 +207,13 @@ TEST_CASE("10,000 training steps run in constant memory") {
   CHECK(end.num_fresh == start.num_fresh);  // every block came from the cache
   CHECK(last < first);
 }
+
+TEST_CASE("gradient() takes a model's Variables as they come") {
+  tpf::nn::Dense dense(2, {.input_dim = 3});
+  tpf::GradientTape tape;
+  const auto loss = tpf::sum(dense(tpf::ones({4, 3})));
+  const auto grads = tape.gradient(loss, dense.parameters());
+  REQUIRE(grads.size() == 2);
+  CHECK_CLOSE(grads[0], tpf::full({3, 2}, 4.0));
+  CHECK_CLOSE(grads[1], tpf::full({2}, 4.0));
+}

@@ -90,12 +90,6 @@ std::vector<Vec> reference_step(Kind kind, const Vec& x,
   return {out};
 }
 
-/** A module's weights as gradient sources. */
-std::vector<tpf::Tensor> sources(const nn::Module& m) {
-  const auto p = m.parameters();
-  return {p.begin(), p.end()};
-}
-
 /** Float64 weights with a bias that matters, seeded. */
 nn::RNNOptions float64_options(nn::RNNOptions o = {}) {
   o.dtype = tpf::float64;
@@ -400,7 +394,8 @@ TEST_CASE("dropout masks: one per sequence, training only, repeatable") {
   nn::LSTM lstm(3, {.dropout = 0.2, .recurrent_dropout = 0.3, .seed = 1});
   tpf::GradientTape tape;
   const auto loss = tpf::sum(lstm(tpf::ones({2, 5, 4})));
-  for (const auto& g : tape.gradient(loss, sources(lstm))) CHECK(g.defined());
+  for (const auto& g : tape.gradient(loss, lstm.parameters()))
+    CHECK(g.defined());
 }
 
 TEST_CASE("1,000 steps: the tape holds the same bytes per step as at 250") {
@@ -412,7 +407,7 @@ TEST_CASE("1,000 steps: the tape holds the same bytes per step as at 250") {
     tpf::GradientTape tape;
     const auto y = lstm(x);
     const size_t held = tpf::memory_stats().allocated_bytes - before;
-    const auto g = tape.gradient(tpf::sum(y), sources(lstm));
+    const auto g = tape.gradient(tpf::sum(y), lstm.parameters());
     CHECK(g[0].shape() == tpf::Shape{8, 64});
     return static_cast<double>(held) / time;
   };

@@ -1,4 +1,5 @@
 #pragma once
+#include <concepts>
 #include <functional>
 #include <memory>
 #include <utility>
@@ -14,6 +15,7 @@ enum class UnconnectedGradients { none, zero };
 namespace autograd {
 class TapeState;
 }
+class Variable;
 
 /**
  * What gradient() takes beyond the target and sources. The hooks let a caller
@@ -62,6 +64,17 @@ class GradientTape {
   std::vector<Tensor> gradient(const Tensor& target,
                                const std::vector<Tensor>& sources,
                                const GradientOptions& options);
+  /**
+   * gradient() w.r.t. Variables as they come: `model.parameters()`. A
+   * template, so that a braced list `{w, b}` still means the overloads above.
+   */
+  template <class Sources>
+  requires std::same_as<Sources, std::vector<Variable>> std::vector<Tensor>
+  gradient(const Tensor& target, const Sources& sources,
+           const GradientOptions& options = {}) {
+    return gradient(target, std::vector<Tensor>(sources.begin(), sources.end()),
+                    options);
+  }
   /** Drops every recorded op; the tape keeps recording. */
   void reset();
   /** Number of ops recorded so far. */
