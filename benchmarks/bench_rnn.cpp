@@ -16,8 +16,7 @@ void tf_lstm_train(benchmark::State& state) {
   auto step = [&] {
     tpf::GradientTape tape;
     const tpf::Tensor loss = tpf::sum(lstm(x));
-    const auto grads = tape.gradient(
-        loss, std::vector<tpf::Tensor>(params.begin(), params.end()));
+    const auto grads = tape.gradient(loss, params);
     benchmark::DoNotOptimize(grads);
     return loss;
   };
