@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iterator>
 #include <random>
+#include <utility>
 
 #include "io/crc32c_detail.hpp"
 #include "io/input_stream.hpp"
@@ -97,7 +98,9 @@ TEST_CASE(
   std::mt19937 rng(1);
   const bool sse = io::detail::crc32c_has_sse42();
   const bool avx512 = io::detail::crc32c_has_avx512();
-  MESSAGE("SSE4.2 + PCLMUL: " << sse << ", AVX-512 VPCLMULQDQ: " << avx512);
+  const bool avx2 = io::detail::crc32c_has_avx2_clmul();
+  MESSAGE("SSE4.2 + PCLMUL: " << sse << ", AVX-512 VPCLMULQDQ: " << avx512
+                              << ", AVX2 VPCLMULQDQ: " << avx2);
   // Every length up to a few 3-way blocks, at every alignment, and long ones
   // that use the longest block several times.
   std::vector<size_t> lengths;
@@ -114,9 +117,13 @@ TEST_CASE(
     CHECK(io::detail::crc32c_portable(0, s.data(), n) == want);
 #if defined(__x86_64__)
     if (sse) CHECK(io::detail::crc32c_sse42(0, s.data(), n) == want);
-    if (avx512) {
-      CHECK(io::detail::crc32c_avx512(0, s.data(), n) == want);
-      CHECK(io::detail::crc32c_avx512(0x12345678u, s.data(), n) ==
+    using CrcFn = uint32_t (*)(uint32_t, const void*, size_t);
+    for (auto [has, crc] :
+         {std::pair<bool, CrcFn>{avx512, io::detail::crc32c_avx512},
+          std::pair<bool, CrcFn>{avx2, io::detail::crc32c_avx2}}) {
+      if (!has) continue;
+      CHECK(crc(0, s.data(), n) == want);
+      CHECK(crc(0x12345678u, s.data(), n) ==
             io::detail::crc32c_portable(0x12345678u, s.data(), n));
     }
 #endif
@@ -127,6 +134,7 @@ TEST_CASE(
                                   io::detail::crc32c_copy_generic};
 #if defined(__x86_64__)
     if (avx512) copies.push_back(io::detail::crc32c_copy_avx512);
+    if (avx2) copies.push_back(io::detail::crc32c_copy_avx2);
 #endif
     for (CopyFn copy : copies) {
       std::string dst(n + 16, '#');

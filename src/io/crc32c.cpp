@@ -2,7 +2,8 @@
 // hot loop. With SSE4.2 the crc32 instruction does 8 bytes at a time but has
 // a 3-cycle latency, so three independent streams run side by side and are
 // combined with one carry-less multiply each (PCLMUL): about 8 bytes per
-// cycle. Without it, slice-by-8 tables (about 1.5 bytes per cycle).
+// cycle. Without it, slice-by-8 tables (about 1.5 bytes per cycle). CPUs with
+// VPCLMULQDQ fold 256 bytes per step instead (crc32c_fold.cpp).
 #include "tapeflow/io/crc32c.hpp"
 
 #include <algorithm>
@@ -18,7 +19,7 @@
 namespace tapeflow::io {
 namespace {
 
-constexpr uint32_t kPoly = 0x82F63B78u;  // reflected 0x1EDC6F41
+constexpr uint32_t kPoly = detail::kCrc32cPoly;
 
 /** t[k][b]: the CRC register after byte b followed by k zero bytes. */
 constexpr std::array<std::array<uint32_t, 256>, 8> make_tables() {
@@ -63,12 +64,6 @@ namespace {
 // Longest stream of the 3-way loop, in 8-byte words.
 constexpr size_t kMaxWords = 256;
 
-/** x^m mod P in the reflected representation (bit 31 is x^0). */
-constexpr uint32_t times_x(uint32_t v, int m) {
-  for (int i = 0; i < m; ++i) v = (v & 1) ? (v >> 1) ^ kPoly : v >> 1;
-  return v;
-}
-
 // A CRC register r shifted over n zero bytes is r * x^(8n) mod P. The
 // carry-less product of two reflected 32-bit values is the polynomial product
 // times x, and crc32(0, 64 bits) multiplies by x^32 and reduces, so
@@ -78,11 +73,11 @@ struct Shifts {
 };
 constexpr Shifts make_shifts() {
   Shifts s;
-  s.one[1] = times_x(0x80000000u, 64 - 33);
-  s.two[1] = times_x(0x80000000u, 128 - 33);
+  s.one[1] = detail::crc32c_times_x(0x80000000u, 64 - 33);
+  s.two[1] = detail::crc32c_times_x(0x80000000u, 128 - 33);
   for (size_t w = 2; w <= kMaxWords; ++w) {
-    s.one[w] = times_x(s.one[w - 1], 64);
-    s.two[w] = times_x(s.two[w - 1], 128);
+    s.one[w] = detail::crc32c_times_x(s.one[w - 1], 64);
+    s.two[w] = detail::crc32c_times_x(s.two[w - 1], 128);
   }
   return s;
 }
@@ -127,152 +122,7 @@ uint32_t detail::crc32c_sse42(uint32_t crc, const void* data, size_t n) {
   return sse42(crc, data, n);
 }
 
-namespace {
-
-// AVX-512 path: folding. A 16-byte lane A (bits 0..63 hold the higher
-// degrees H, 64..127 the lower L) that lies D bits before another one adds
-// A * x^D = H * x^(D+64) + L * x^D to it, and with the clmul scaling above,
-// clmul(H, x^(D+31) mod P) ^ clmul(L, x^(D-33) mod P) is congruent to that
-// and fits in 128 bits. Four 64-byte accumulators fold 256 bytes per step.
-constexpr uint64_t kHigh(int d) {
-  return times_x(0x80000000u, d + 31);
-}
-constexpr uint64_t kLow(int d) {
-  return times_x(0x80000000u, d - 33);
-}
-
-// A template so that the constants are computed by the compiler.
-template <int D>
-__attribute__((target("avx512f,vpclmulqdq"))) __m512i fold_by() {
-  constexpr auto hi = static_cast<int64_t>(kHigh(D));
-  constexpr auto lo = static_cast<int64_t>(kLow(D));
-  return _mm512_set_epi64(lo, hi, lo, hi, lo, hi, lo, hi);
-}
-
-/** a folded by k (every lane), xor b. */
-__attribute__((target("avx512f,vpclmulqdq"))) __m512i fold(__m512i a, __m512i k,
-                                                           __m512i b) {
-  return _mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128(a, k, 0x00),
-                                   _mm512_clmulepi64_epi128(a, k, 0x11), b,
-                                   0x96);
-}
-
-// Fold constants for the four lanes of a 64-byte block that lies `after`
-// blocks before the last one, each lane onto the last lane of the data. The
-// last lane's own constants are zero (it is xored in as it is).
-struct Tail {
-  alignas(64) std::array<uint64_t, 8> k{};
-};
-constexpr size_t kMaxAfter = 6;  // 3 accumulators + 3 remaining blocks
-constexpr std::array<Tail, kMaxAfter + 1> make_tails() {
-  std::array<Tail, kMaxAfter + 1> t{};
-  for (size_t after = 0; after <= kMaxAfter; ++after)
-    for (size_t j = 0; j < 4; ++j) {
-      const int bits = static_cast<int>((after * 4 + 3 - j) * 128);
-      if (bits == 0) continue;
-      t[after].k[2 * j] = kHigh(bits);
-      t[after].k[2 * j + 1] = kLow(bits);
-    }
-  return t;
-}
-constexpr auto kTails = make_tails();
-
-__attribute__((target("avx512f"))) __m512i tail_by(size_t after) {
-  return _mm512_load_si512(kTails[after].k.data());
-}
-
-/**
- * The 64 bytes at p; with Copy, also stored at d (the copy rides along with
- * the loads the CRC needs anyway, so the data is touched once).
- */
-template <bool Copy>
-__attribute__((target("avx512f"))) __m512i load_block(const unsigned char* p,
-                                                      unsigned char* d) {
-  const __m512i v = _mm512_loadu_si512(p);
-  if constexpr (Copy) _mm512_storeu_si512(d, v);
-  return v;
-}
-
-/** The AVX-512 CRC of n >= 256 bytes at p; with Copy, also copies them to d. */
-template <bool Copy>
-__attribute__((target("avx512f,vpclmulqdq,sse4.2,pclmul"))) uint32_t
-crc32c_fold(uint32_t crc, unsigned char* d, const unsigned char* p, size_t n) {
-  // The initial register enters as an xor into the first 4 bytes.
-  __m512i x0 = _mm512_xor_si512(
-      load_block<Copy>(p, d),
-      _mm512_zextsi128_si512(_mm_cvtsi32_si128(static_cast<int>(~crc))));
-  __m512i x1 = load_block<Copy>(p + 64, d + 64);
-  __m512i x2 = load_block<Copy>(p + 128, d + 128);
-  __m512i x3 = load_block<Copy>(p + 192, d + 192);
-  p += 256;
-  d += Copy ? 256 : 0;
-  n -= 256;
-  const __m512i k2048 = fold_by<2048>();
-  for (; n >= 256; p += 256, d += Copy ? 256 : 0, n -= 256) {
-    x0 = fold(x0, k2048, load_block<Copy>(p, d));
-    x1 = fold(x1, k2048, load_block<Copy>(p + 64, d + 64));
-    x2 = fold(x2, k2048, load_block<Copy>(p + 128, d + 128));
-    x3 = fold(x3, k2048, load_block<Copy>(p + 192, d + 192));
-  }
-  // The remaining whole blocks follow the accumulators; every 16-byte lane
-  // of them all is folded straight onto the last lane (latency: one fold).
-  const size_t rest = n / 64;
-  __m512i y = fold(x0, tail_by(3 + rest), _mm512_setzero_si512());
-  y = fold(x1, tail_by(2 + rest), y);
-  y = fold(x2, tail_by(1 + rest), y);
-  y = fold(x3, tail_by(rest), y);
-  __m512i last = x3;
-  for (size_t i = rest; i > 0; --i, p += 64, d += Copy ? 64 : 0, n -= 64) {
-    last = load_block<Copy>(p, d);
-    y = fold(last, tail_by(i - 1), y);
-  }
-  // The last lane itself has zero constants: it enters as it is.
-  y = _mm512_xor_si512(y, _mm512_maskz_mov_epi64(0xC0, last));
-  const __m128i lane =
-      _mm_xor_si128(_mm_xor_si128(_mm512_extracti32x4_epi32(y, 0),
-                                  _mm512_extracti32x4_epi32(y, 1)),
-                    _mm_xor_si128(_mm512_extracti32x4_epi32(y, 2),
-                                  _mm512_extracti32x4_epi32(y, 3)));
-  // The 16 bytes of `lane` are now the whole message so far.
-  const uint64_t c = _mm_crc32_u64(
-      _mm_crc32_u64(0, static_cast<uint64_t>(_mm_cvtsi128_si64(lane))),
-      static_cast<uint64_t>(_mm_extract_epi64(lane, 1)));
-  // Whole blocks (1 KiB records) end here, without a call for nothing.
-  if (n == 0) return ~static_cast<uint32_t>(c);
-  if constexpr (Copy) std::memcpy(d, p, n);
-  return sse42(~static_cast<uint32_t>(c), p, n);
-}
-
-}  // namespace
-
-__attribute__((target("avx512f,vpclmulqdq,sse4.2,pclmul"))) uint32_t
-detail::crc32c_avx512(uint32_t crc, const void* data, size_t n) {
-  if (n < 256) return sse42(crc, data, n);
-  return crc32c_fold<false>(crc, nullptr,
-                            static_cast<const unsigned char*>(data), n);
-}
-
-__attribute__((target("avx512f,vpclmulqdq,sse4.2,pclmul"))) uint32_t
-detail::crc32c_copy_avx512(uint32_t crc, void* dst, const void* src, size_t n) {
-  if (n < 256) {
-    std::memcpy(dst, src, n);
-    return sse42(crc, src, n);
-  }
-  return crc32c_fold<true>(crc, static_cast<unsigned char*>(dst),
-                           static_cast<const unsigned char*>(src), n);
-}
-
 #endif
-
-bool detail::crc32c_has_avx512() {
-#if defined(__x86_64__)
-  __builtin_cpu_init();
-  return crc32c_has_sse42() && __builtin_cpu_supports("avx512f") &&
-         __builtin_cpu_supports("vpclmulqdq");
-#else
-  return false;
-#endif
-}
 
 bool detail::crc32c_has_sse42() {
 #if defined(__x86_64__)
@@ -288,6 +138,7 @@ using CrcFn = uint32_t (*)(uint32_t, const void*, size_t);
 CrcFn pick() {
 #if defined(__x86_64__)
   if (detail::crc32c_has_avx512()) return detail::crc32c_avx512;
+  if (detail::crc32c_has_avx2_clmul()) return detail::crc32c_avx2;
   if (detail::crc32c_has_sse42()) return detail::crc32c_sse42;
 #endif
   return detail::crc32c_portable;
@@ -305,13 +156,21 @@ uint32_t crc32c_extend(uint32_t crc, const void* data, size_t n) {
   return fn(crc, data, n);
 }
 
+namespace {
+using CopyFn = uint32_t (*)(uint32_t, void*, const void*, size_t);
+CopyFn pick_copy() {
+#if defined(__x86_64__)
+  if (detail::crc32c_has_avx512()) return detail::crc32c_copy_avx512;
+  if (detail::crc32c_has_avx2_clmul()) return detail::crc32c_copy_avx2;
+#endif
+  return detail::crc32c_copy_generic;
+}
+}  // namespace
+
 uint32_t detail::crc32c_copy(uint32_t crc, void* dst, const void* src,
                              size_t n) {
-#if defined(__x86_64__)
-  static const bool avx512 = crc32c_has_avx512();
-  if (avx512) return crc32c_copy_avx512(crc, dst, src, n);
-#endif
-  return crc32c_copy_generic(crc, dst, src, n);
+  static const CopyFn fn = pick_copy();
+  return fn(crc, dst, src, n);
 }
 
 }  // namespace tapeflow::io

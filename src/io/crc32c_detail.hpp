@@ -13,6 +13,14 @@
 
 namespace tapeflow::io::detail {
 
+constexpr uint32_t kCrc32cPoly = 0x82F63B78u;  // reflected 0x1EDC6F41
+
+/** v * x^m mod P in the reflected representation (bit 31 is x^0). */
+constexpr uint32_t crc32c_times_x(uint32_t v, int m) {
+  for (int i = 0; i < m; ++i) v = (v & 1) ? (v >> 1) ^ kCrc32cPoly : v >> 1;
+  return v;
+}
+
 /**
  * crc32c_extend(0, p, 8): a TFRecord length's CRC, taken once per record.
  * One inlined instruction where the build targets SSE4.2 (x86-64-v2 and
@@ -34,6 +42,8 @@ uint32_t crc32c_portable(uint32_t crc, const void* data, size_t n);
 bool crc32c_has_sse42();
 /** True when the CPU also has AVX-512F and VPCLMULQDQ. */
 bool crc32c_has_avx512();
+/** True when the CPU also has AVX2 and VPCLMULQDQ (Zen 3 and later). */
+bool crc32c_has_avx2_clmul();
 #if defined(__x86_64__)
 /** Three interleaved crc32 streams combined with PCLMUL. */
 uint32_t crc32c_sse42(uint32_t crc, const void* data, size_t n);
@@ -41,6 +51,10 @@ uint32_t crc32c_sse42(uint32_t crc, const void* data, size_t n);
 uint32_t crc32c_avx512(uint32_t crc, const void* data, size_t n);
 /** crc32c_copy with AVX-512: each 64-byte load is stored as it is folded. */
 uint32_t crc32c_copy_avx512(uint32_t crc, void* dst, const void* src, size_t n);
+/** 256-bit folding (AVX2 + VPCLMULQDQ); crc32c_sse42 for short data. */
+uint32_t crc32c_avx2(uint32_t crc, const void* data, size_t n);
+/** crc32c_copy with AVX2 + VPCLMULQDQ: each 32-byte load is stored too. */
+uint32_t crc32c_copy_avx2(uint32_t crc, void* dst, const void* src, size_t n);
 #endif
 /** crc32c_copy on any CPU: memcpy, then crc32c_extend over the copy. */
 uint32_t crc32c_copy_generic(uint32_t crc, void* dst, const void* src,
