@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "check.hpp"
+#include "context.hpp"
 #include "core/loop_plan.hpp"
 
 namespace tapeflow::cuda {
@@ -37,7 +38,7 @@ DevicePlan<N> device_plan(const Tensor& out,
                           const std::array<const Tensor*, N - 1>& in) {
   DevicePlan<N> d{};
   d.numel = out.numel();
-  std::array<int64_t, N> flat_stride;
+  std::array<int64_t, N> flat_stride{};
   d.flat = flat_elementwise<N>(out, in, flat_stride);
   for (int k = 0; k < N; ++k) d.flat_stride[k] = flat_stride[k];
   const LoopPlan<N> p = plan_elementwise<N>(out, in);
@@ -65,12 +66,12 @@ template <int N, class Body>
 void launch_elementwise(const Tensor& out,
                         const std::array<const Tensor*, N - 1>& in, Body body) {
   if (out.numel() == 0) return;
-  TAPEFLOW_CUDA_CHECK(cudaSetDevice(out.device().index));
+  const cudaStream_t stream = activate(out.device().index);
   const DevicePlan<N> plan = device_plan<N>(out, in);
   constexpr int kThreads = 256;
   const int64_t blocks =
       std::min<int64_t>((plan.numel + kThreads - 1) / kThreads, 8192);
-  elementwise_kernel<N><<<int(blocks), kThreads>>>(plan, body);
+  elementwise_kernel<N><<<int(blocks), kThreads, 0, stream>>>(plan, body);
   TAPEFLOW_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -1,20 +1,13 @@
 // matmul through cuBLAS (strided-batched gemm); row-major C = A B is computed
 // as column-major C^T = B^T A^T, so no operand is ever transposed in memory.
-#include <array>
-
 #include "check.hpp"
+#include "context.hpp"
 #include "core/creation_internal.hpp"
 #include "ops/linalg_ops.hpp"
 #include "tapeflow/ops/shape.hpp"
 
 namespace tapeflow::cuda {
 namespace {
-
-cublasHandle_t handle(int device) {
-  thread_local std::array<cublasHandle_t, 64> handles{};
-  if (!handles[device]) TAPEFLOW_CUDA_CHECK(cublasCreate(&handles[device]));
-  return handles[device];
-}
 
 /** How cuBLAS (column-major) should read a row-major matrix operand. */
 struct Operand {
@@ -61,23 +54,24 @@ void matmul(const MatMul&, Inputs in, const Outputs& outs) {
   for (int64_t i = 0; i + 2 < r; ++i) batch.push_back(out.shape()[i]);
   const Operand a = operand(in[0], batch), b = operand(in[1], batch);
   const int device = out.device().index;
-  TAPEFLOW_CUDA_CHECK(cudaSetDevice(device));
   if (K == 0) {
-    TAPEFLOW_CUDA_CHECK(
-        cudaMemset(out.raw_data(), 0, out.numel() * itemsize(out.dtype())));
+    TAPEFLOW_CUDA_CHECK(cudaMemsetAsync(out.raw_data(), 0,
+                                        out.numel() * itemsize(out.dtype()),
+                                        activate(device)));
     return;
   }
+  const cublasHandle_t handle = cublas(device);
   const int batches = static_cast<int>(batch.numel());
   if (out.dtype() == float32) {
     const float one = 1.f, zero = 0.f;
     TAPEFLOW_CUDA_CHECK(cublasSgemmStridedBatched(
-        handle(device), b.op, a.op, N, M, K, &one, b.t.data<float>(), b.ld,
+        handle, b.op, a.op, N, M, K, &one, b.t.data<float>(), b.ld,
         b.batch_stride, a.t.data<float>(), a.ld, a.batch_stride, &zero,
         out.data<float>(), N, M * N, batches));
   } else {
     const double one = 1.0, zero = 0.0;
     TAPEFLOW_CUDA_CHECK(cublasDgemmStridedBatched(
-        handle(device), b.op, a.op, N, M, K, &one, b.t.data<double>(), b.ld,
+        handle, b.op, a.op, N, M, K, &one, b.t.data<double>(), b.ld,
         b.batch_stride, a.t.data<double>(), a.ld, a.batch_stride, &zero,
         out.data<double>(), N, M * N, batches));
   }

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "check.hpp"
+#include "context.hpp"
 #include "core/creation_internal.hpp"
 #include "core/dtype_dispatch.hpp"
 #include "ops/reduce_ops.hpp"
@@ -101,13 +102,14 @@ __global__ void reduce_kernel(Block kept, Block reduced, int64_t K, int64_t N,
 }
 
 template <class T, class R>
-void launch(const Block& kept, const Block& reduced, int64_t K, int64_t N,
-            int64_t parts, T identity, const T* in, T* out) {
+void launch(cudaStream_t stream, const Block& kept, const Block& reduced,
+            int64_t K, int64_t N, int64_t parts, T identity, const T* in,
+            T* out) {
   const int64_t chunk = (N + parts - 1) / parts;
   const dim3 grid(static_cast<unsigned>(std::min<int64_t>(K, 65535)),
                   static_cast<unsigned>(parts));
-  reduce_kernel<T, R>
-      <<<grid, kThreads>>>(kept, reduced, K, N, chunk, identity, in, out, R{});
+  reduce_kernel<T, R><<<grid, kThreads, 0, stream>>>(kept, reduced, K, N, chunk,
+                                                     identity, in, out, R{});
   TAPEFLOW_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -118,7 +120,7 @@ void run(const ReduceOp& op, const Tensor& x, Tensor& out, T identity) {
     (op.reduces(i) ? reduced : kept).add(x.shape()[i], x.strides()[i]);
   const int64_t K = out.numel(), N = K ? x.numel() / K : 0;
   if (K == 0) return;
-  TAPEFLOW_CUDA_CHECK(cudaSetDevice(x.device().index));
+  const cudaStream_t stream = activate(x.device().index);
   const T* in = static_cast<const T*>(x.raw_data());
   T* o = static_cast<T*>(out.raw_data());
   // Enough blocks to fill the GPU, each with at least 4 elements a thread.
@@ -126,16 +128,16 @@ void run(const ReduceOp& op, const Tensor& x, Tensor& out, T identity) {
   const int64_t parts = std::clamp<int64_t>(
       std::min(kTargetBlocks / K, N / (4 * kThreads)), 1, 65535);
   if (parts == 1) {
-    launch<T, R>(kept, reduced, K, N, 1, identity, in, o);
+    launch<T, R>(stream, kept, reduced, K, N, 1, identity, in, o);
     return;
   }
   Tensor partial = empty_tensor({K, parts}, out.dtype(), out.device());
-  launch<T, R>(kept, reduced, K, N, parts, identity, in,
+  launch<T, R>(stream, kept, reduced, K, N, parts, identity, in,
                static_cast<T*>(partial.raw_data()));
   Block rows, cols;
   rows.add(K, parts);
   cols.add(parts, 1);
-  launch<T, R>(rows, cols, K, parts, 1, identity,
+  launch<T, R>(stream, rows, cols, K, parts, 1, identity,
                static_cast<const T*>(partial.raw_data()), o);
 }
 

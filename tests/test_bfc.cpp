@@ -325,3 +325,23 @@ TEST_CASE("a million random steps keep every invariant") {
   CHECK(a->stats().reserved_bytes == 0);
   CHECK(a.source->live.empty());
 }
+
+TEST_CASE("a DeviceArena is made at its first allocation and says so once") {
+  int told = 0;
+  size_t limit = 0;
+  tpf::DeviceArena memory(
+      [] { return std::make_unique<FakeSource>(80 * GiB, 80 * GiB); },
+      [&](const BfcArena& arena, const tpf::config::GpuMemoryOptions& o) {
+        ++told;
+        limit = arena.limit_bytes();
+        CHECK(o.allocator_type == "BFC");
+      });
+  CHECK(memory.stats().reserved_bytes == 0);  // asking makes no arena
+  CHECK(told == 0);
+  void* a = memory.allocate(MiB);
+  void* b = memory.allocate(MiB);
+  CHECK(told == 1);
+  CHECK(limit == memory.stats().limit_bytes);
+  memory.deallocate(a, MiB);
+  memory.deallocate(b, MiB);
+}

@@ -1,15 +1,27 @@
 // What the OpCase tables cannot express about the CUDA backend: its caching
-// allocator and memory statistics, and soft placement of an op it has no
-// kernel for. Its kernels against the CPU (forward, strided, float32 and
-// gradients) are every table's device pass (tests/support/check.cpp), which
+// allocator and memory statistics, soft placement of an op it has no kernel
+// for, copies through pinned staging and between GPUs, synchronization,
+// deferred data errors, the placement log's GPU line and
+// CUDA_VISIBLE_DEVICES. Its kernels against the CPU (forward, strided, float32
+// and gradients) are every table's device pass (tests/support/check.cpp), which
 // takes the GPU where one is present; TAPEFLOW_TEST_DEVICE=cuda makes that
 // pass fail rather than fall back to the host-backed test device.
 // Skips (exit 77) where no GPU is present.
 #define DOCTEST_CONFIG_IMPLEMENT
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <iostream>
+#include <regex>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "support/check.hpp"
+
+using testing::expect_error;
 
 namespace {
 
@@ -54,7 +66,134 @@ TEST_CASE(
   CHECK(am.cpu().to_vector<int64_t>() == std::vector<int64_t>{1, 0});
 }
 
+namespace {
+
+/** What this binary, run again with `env` set, writes to stdout and stderr. */
+std::string run_child(const std::string& env) {
+  char self[4096];
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  REQUIRE(n > 0);
+  self[n] = 0;
+  const std::string command = "env -u TF_FORCE_GPU_ALLOW_GROWTH " + env +
+                              " TAPEFLOW_TEST_CUDA_CHILD=1 '" + self + "' 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::string out;
+  char buf[512];
+  while (fgets(buf, sizeof buf, pipe)) out += buf;
+  CHECK(pclose(pipe) == 0);
+  return out;
+}
+
+/** Values 0, 1, 2, ... on the host, as a float32 tensor of n elements. */
+tpf::Tensor counting(int64_t n) {
+  return tpf::arange<int64_t>(0, n).cast(tpf::float32);
+}
+
+}  // namespace
+
+TEST_CASE("copies to the GPU may free their source at once" *
+          doctest::skip(!has_gpu())) {
+  // 4 MiB goes through one pinned block, 80 MiB in 32 MiB chunks.
+  for (const int64_t n : {int64_t{1} << 20, int64_t{20} << 20}) {
+    CAPTURE(n);
+    tpf::Tensor host = counting(n);
+    const tpf::Tensor device = host.to(gpu);
+    // Overwrite and free the source before the copy is waited for.
+    float* p = host.data<float>();
+    std::fill(p, p + n, -1.f);
+    host = tpf::Tensor();
+    const tpf::Tensor back = device.cpu();
+    const std::vector<float> v = back.to_vector<float>();
+    bool counts = true;
+    for (int64_t i = 0; i < n; ++i) counts &= v[i] == float(i);
+    CHECK(counts);
+  }
+  // Many small copies back to back: the staging blocks are reused only once
+  // their DMA is done.
+  std::vector<tpf::Tensor> on_gpu;
+  for (int i = 0; i < 64; ++i)
+    on_gpu.push_back((counting(1000) + double(i)).to(gpu));
+  for (int i = 0; i < 64; ++i)
+    CHECK(on_gpu[i].cpu().to_vector<float>()[999] == float(999 + i));
+}
+
+TEST_CASE("synchronize waits for the device's queued work" *
+          doctest::skip(!has_gpu())) {
+  const tpf::Tensor x = tpf::ones({int64_t{1} << 22}, tpf::float32, gpu);
+  tpf::Tensor y = x;
+  for (int i = 0; i < 20; ++i) y = y + x;
+  CHECK_NOTHROW(tpf::synchronize(gpu));
+  const std::vector<float> v = y.cpu().to_vector<float>();
+  CHECK(std::all_of(v.begin(), v.end(), [](float e) { return e == 21.f; }));
+}
+
+TEST_CASE("a GPU copy between two GPUs is a peer copy" *
+          doctest::skip(!has_gpu() ||
+                        tpf::device_count(tpf::DeviceType::cuda) < 2)) {
+  const tpf::Tensor a = counting(int64_t{1} << 22).to(gpu);
+  const tpf::Tensor b = (a * 2.0).to(tpf::Device::cuda(1));
+  CHECK(b.device() == tpf::Device::cuda(1));
+  const std::vector<float> v = b.cpu().to_vector<float>();
+  CHECK(v[12345] == 2.f * 12345.f);
+  CHECK(v.back() == 2.f * float((int64_t{1} << 22) - 1));
+}
+
+TEST_CASE("a bad gather index is reported at the next synchronization" *
+          doctest::skip(!has_gpu())) {
+  const tpf::Tensor params = counting(10).to(gpu);
+  const tpf::Tensor bad = tpf::tensor<int64_t>({1, 12, 3}).to(gpu);
+  const std::string message =
+      "[gather] expected indices in [0, 10), got 12 (on cuda:0, reported at "
+      "synchronization)";
+  tpf::Tensor out;
+  CHECK_NOTHROW(out = tpf::gather(params, bad));  // the kernel cannot throw
+  bool thrown = false;
+  try {
+    tpf::synchronize(gpu);
+  } catch (const tpf::IndexError& e) {
+    thrown = true;
+    CHECK(std::string(e.what()) == message);
+  }
+  CHECK(thrown);
+  CHECK_NOTHROW(tpf::synchronize(gpu));  // reported once
+  // A copy to the host is a synchronization too.
+  (void)tpf::gather(params, bad);
+  expect_error<tpf::IndexError>([&] { (void)out.cpu(); }, message);
+  // Good indices afterwards gather as usual.
+  const tpf::Tensor good = tpf::tensor<int64_t>({9, 0}).to(gpu);
+  CHECK(tpf::gather(params, good).cpu().to_vector<float>() ==
+        std::vector<float>{9.f, 0.f});
+}
+
+TEST_CASE("the placement log has one line per GPU when its memory starts" *
+          doctest::skip(!has_gpu())) {
+  const std::string out = run_child("TAPEFLOW_LOG_PLACEMENT=1");
+  const std::regex line(
+      R"((^|\n)cuda:0: [^\n]+ \(sm_[0-9]+, ([0-9]+\.[0-9]) GiB\), limit )"
+      R"(([0-9]+\.[0-9]) GiB \(fraction 1\.0\), allow_growth on, BFC\n)");
+  std::smatch m;
+  REQUIRE_MESSAGE(std::regex_search(out, m, line), out);
+  CHECK(m[2] == m[3]);  // fraction 1.0: the limit is the whole memory
+  size_t lines = 0;
+  for (size_t at = out.find("cuda:0: "); at != std::string::npos;
+       at = out.find("cuda:0: ", at + 1))
+    ++lines;
+  CHECK(lines == 1);
+}
+
+TEST_CASE("CUDA_VISIBLE_DEVICES=\"\" hides every GPU" *
+          doctest::skip(!has_gpu())) {
+  CHECK(run_child("CUDA_VISIBLE_DEVICES=") == "cuda devices: 0\n");
+}
+
 int main(int argc, char** argv) {
+  // The child of run_child: its static initialization (has_gpu) has used
+  // the GPU already; it reports what it saw and exits.
+  if (std::getenv("TAPEFLOW_TEST_CUDA_CHILD")) {
+    std::printf("cuda devices: %d\n", tpf::device_count(tpf::DeviceType::cuda));
+    return 0;
+  }
   doctest::Context context(argc, argv);
   const int rc = context.run();
   if (context.shouldExit()) return rc;

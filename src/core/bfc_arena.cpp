@@ -331,8 +331,9 @@ std::string BfcArena::check_invariants() const {
 BfcArena& DeviceArena::make() {
   std::lock_guard lock(making_);
   if (!arena_) {
-    arena_ =
-        std::make_unique<BfcArena>(make_source_(), freeze_gpu_memory_options());
+    const config::GpuMemoryOptions options = freeze_gpu_memory_options();
+    arena_ = std::make_unique<BfcArena>(make_source_(), options);
+    if (on_made_) on_made_(*arena_, options);
     made_.store(arena_.get(), std::memory_order_release);
   }
   return *arena_;

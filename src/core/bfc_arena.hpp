@@ -138,8 +138,11 @@ config::GpuMemoryOptions freeze_gpu_memory_options();
 class DeviceArena final : public Allocator {
  public:
   using MakeSource = std::function<std::unique_ptr<SegmentSource>()>;
-  explicit DeviceArena(MakeSource make_source)
-      : make_source_(std::move(make_source)) {}
+  /** Told of the arena once it is made, e.g. to log the device's limit. */
+  using OnMade = std::function<void(const BfcArena& arena,
+                                    const config::GpuMemoryOptions& options)>;
+  explicit DeviceArena(MakeSource make_source, OnMade on_made = {})
+      : make_source_(std::move(make_source)), on_made_(std::move(on_made)) {}
   void* allocate(size_t nbytes) override { return arena().allocate(nbytes); }
   void deallocate(void* p, size_t nbytes) override {
     made_.load(std::memory_order_acquire)->deallocate(p, nbytes);
@@ -156,6 +159,7 @@ class DeviceArena final : public Allocator {
   BfcArena& make();
 
   MakeSource make_source_;
+  OnMade on_made_;
   std::mutex making_;
   std::unique_ptr<BfcArena> arena_;
   std::atomic<BfcArena*> made_{nullptr};

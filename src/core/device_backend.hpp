@@ -1,5 +1,6 @@
 #pragma once
 #include <cstddef>
+#include <vector>
 
 #include "tapeflow/core/storage.hpp"
 
@@ -20,7 +21,20 @@ class DeviceBackend {
                             int index) = 0;
   virtual void copy_from_host(const void* host_src, void* dst, size_t bytes,
                               int index) = 0;
-  /** Waits for the work queued on device `index`. */
+  /**
+   * Copies `bytes` between two devices of this backend, in the order of the
+   * work queued on both (CUDA: a peer copy). By default through the host.
+   */
+  virtual void copy_between_devices(const void* src, int src_index, void* dst,
+                                    int dst_index, size_t bytes) {
+    std::vector<char> host(bytes);
+    copy_to_host(src, host.data(), bytes, src_index);
+    copy_from_host(host.data(), dst, bytes, dst_index);
+  }
+  /**
+   * Waits for the work queued on device `index`; throws the data errors its
+   * kernels reported meanwhile (CUDA: an out-of-range gather index).
+   */
   virtual void synchronize(int /*index*/) {}
 };
 

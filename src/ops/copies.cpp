@@ -145,7 +145,11 @@ Tensor ToDevice::view(const Tensor& x) const {
   } else if (device.is_cpu()) {
     checked_backend(from, name)
         ->copy_to_host(src.raw_data(), dst.raw_data(), bytes, from.index);
-  } else {  // between two devices, through the host
+  } else if (from.type == device.type) {  // GPU to GPU: a peer copy
+    checked_backend(device, name)
+        ->copy_between_devices(src.raw_data(), from.index, dst.raw_data(),
+                               device.index, bytes);
+  } else {  // between two kinds of device, through the host
     std::vector<char> host(bytes);
     checked_backend(from, name)
         ->copy_to_host(src.raw_data(), host.data(), bytes, from.index);

@@ -1,0 +1,207 @@
+// tapeflow_bench_cuda: the GPU runtime against raw CUDA in the same run
+// (CUDA.md §7). Cases are `<case>/<impl>`, impl `tapeflow` or `raw` (pinned
+// cudaMemcpyAsync, cudaMalloc/cudaFree on one stream). Every iteration ends
+// in a synchronization, so wall time is what an eager user sees. Exits 0
+// with a message where no GPU is present (CPU CI, gpu_check's bundle on a
+// machine without one).
+#include <benchmark/benchmark.h>
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <string>
+#include <tapeflow/tapeflow.hpp>
+
+namespace tpf = tapeflow;
+
+namespace {
+
+constexpr int64_t kMiB = int64_t{1} << 20;
+const tpf::Device gpu0 = tpf::Device::cuda(0);
+
+/** Aborts the benchmark with the CUDA error's text (not the process). */
+bool failed(benchmark::State& state, cudaError_t status, const char* what) {
+  if (status == cudaSuccess) return false;
+  state.SkipWithError(
+      (std::string(what) + ": " + cudaGetErrorString(status)).c_str());
+  return true;
+}
+
+/** Raw CUDA buffers for the baselines, freed at the end of the case. */
+struct Raw {
+  void* pinned = nullptr;
+  void* device = nullptr;
+  void* device2 = nullptr;
+  cudaStream_t stream = nullptr;
+  ~Raw() {
+    cudaFreeHost(pinned);
+    cudaFree(device);
+    cudaFree(device2);
+    if (stream) cudaStreamDestroy(stream);
+  }
+  bool make(benchmark::State& state, size_t bytes, bool second) {
+    return !failed(state, cudaSetDevice(0), "cudaSetDevice") &&
+           !failed(state,
+                   cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking),
+                   "cudaStreamCreate") &&
+           !failed(state, cudaHostAlloc(&pinned, bytes, cudaHostAllocDefault),
+                   "cudaHostAlloc") &&
+           !failed(state, cudaMalloc(&device, bytes), "cudaMalloc") &&
+           (!second ||
+            !failed(state, cudaMalloc(&device2, bytes), "cudaMalloc"));
+  }
+};
+
+void set_bytes(benchmark::State& state, int64_t bytes) {
+  state.SetBytesProcessed(state.iterations() * bytes);
+}
+
+// ---- host to device -------------------------------------------------------
+
+void h2d_tapeflow(benchmark::State& state, int64_t bytes) {
+  const tpf::Tensor host = tpf::ones({bytes / 4}, tpf::float32);
+  for (auto _ : state) {
+    const tpf::Tensor d = host.to(gpu0);
+    tpf::synchronize(gpu0);
+  }
+  set_bytes(state, bytes);
+}
+
+void h2d_raw(benchmark::State& state, int64_t bytes) {
+  Raw raw;
+  if (!raw.make(state, bytes, false)) return;
+  for (auto _ : state) {
+    cudaMemcpyAsync(raw.device, raw.pinned, bytes, cudaMemcpyHostToDevice,
+                    raw.stream);
+    if (failed(state, cudaStreamSynchronize(raw.stream), "h2d")) return;
+  }
+  set_bytes(state, bytes);
+}
+
+// ---- device to host -------------------------------------------------------
+
+void d2h_tapeflow(benchmark::State& state, int64_t bytes) {
+  const tpf::Tensor d = tpf::ones({bytes / 4}, tpf::float32, gpu0);
+  for (auto _ : state) benchmark::DoNotOptimize(d.cpu());
+  set_bytes(state, bytes);
+}
+
+void d2h_raw(benchmark::State& state, int64_t bytes) {
+  Raw raw;
+  if (!raw.make(state, bytes, false)) return;
+  for (auto _ : state) {
+    cudaMemcpyAsync(raw.pinned, raw.device, bytes, cudaMemcpyDeviceToHost,
+                    raw.stream);
+    if (failed(state, cudaStreamSynchronize(raw.stream), "d2h")) return;
+  }
+  set_bytes(state, bytes);
+}
+
+// ---- device to device: the roof of elementwise ops (read + write) ---------
+
+void d2d_tapeflow(benchmark::State& state, int64_t bytes) {
+  const tpf::Tensor src = tpf::ones({bytes / 4}, tpf::float32, gpu0);
+  tpf::Variable dst(tpf::zeros({bytes / 4}, tpf::float32, gpu0));
+  for (auto _ : state) {
+    dst.assign(src);  // the Cast kernel's same-dtype copy
+    tpf::synchronize(gpu0);
+  }
+  set_bytes(state, 2 * bytes);
+}
+
+void d2d_raw(benchmark::State& state, int64_t bytes) {
+  Raw raw;
+  if (!raw.make(state, bytes, true)) return;
+  for (auto _ : state) {
+    cudaMemcpyAsync(raw.device2, raw.device, bytes, cudaMemcpyDeviceToDevice,
+                    raw.stream);
+    if (failed(state, cudaStreamSynchronize(raw.stream), "d2d")) return;
+  }
+  set_bytes(state, 2 * bytes);
+}
+
+/** GPU 0 to GPU 1 (peer copy), where two GPUs are present. */
+void peer_tapeflow(benchmark::State& state, int64_t bytes) {
+  const tpf::Tensor src = tpf::ones({bytes / 4}, tpf::float32, gpu0);
+  for (auto _ : state) {
+    const tpf::Tensor d = src.to(tpf::Device::cuda(1));
+    tpf::synchronize(tpf::Device::cuda(1));
+  }
+  set_bytes(state, bytes);
+}
+
+// ---- allocation and free --------------------------------------------------
+
+void alloc_tapeflow(benchmark::State& state, int64_t bytes) {
+  for (auto _ : state)
+    benchmark::DoNotOptimize(tpf::empty({bytes / 4}, tpf::float32, gpu0));
+}
+
+void alloc_raw(benchmark::State& state, int64_t bytes) {
+  if (failed(state, cudaSetDevice(0), "cudaSetDevice")) return;
+  for (auto _ : state) {
+    void* p = nullptr;
+    if (failed(state, cudaMalloc(&p, bytes), "cudaMalloc")) return;
+    cudaFree(p);
+  }
+}
+
+// ---- small-op latency -----------------------------------------------------
+
+void small_add_tapeflow(benchmark::State& state) {
+  const tpf::Tensor a = tpf::ones({4}, tpf::float32, gpu0);
+  const tpf::Tensor b = tpf::ones({4}, tpf::float32, gpu0);
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(a + b);
+    tpf::synchronize(gpu0);
+  }
+}
+
+std::string size_name(int64_t bytes) {
+  return std::to_string(bytes / kMiB) + "MiB";
+}
+
+void register_all(int devices) {
+  using benchmark::kMicrosecond;
+  using benchmark::kMillisecond;
+  const auto reg = [](const std::string& name, benchmark::TimeUnit unit,
+                      auto fn, auto... args) {
+    benchmark::RegisterBenchmark(name.c_str(), fn, args...)
+        ->Unit(unit)
+        ->UseRealTime();
+  };
+  for (const int64_t bytes : {4 * kMiB, 256 * kMiB}) {
+    const std::string s = size_name(bytes);
+    const auto unit = bytes > 16 * kMiB ? kMillisecond : kMicrosecond;
+    reg("copy_h2d_" + s + "/tapeflow", unit, h2d_tapeflow, bytes);
+    reg("copy_h2d_" + s + "/raw", unit, h2d_raw, bytes);
+    reg("copy_d2h_" + s + "/tapeflow", unit, d2h_tapeflow, bytes);
+    reg("copy_d2h_" + s + "/raw", unit, d2h_raw, bytes);
+  }
+  reg("copy_d2d_256MiB/tapeflow", kMillisecond, d2d_tapeflow, 256 * kMiB);
+  reg("copy_d2d_256MiB/raw", kMillisecond, d2d_raw, 256 * kMiB);
+  if (devices > 1)
+    reg("copy_peer_256MiB/tapeflow", kMillisecond, peer_tapeflow, 256 * kMiB);
+  for (const int64_t bytes : {kMiB, 64 * kMiB}) {
+    reg("alloc_free_" + size_name(bytes) + "/tapeflow", kMicrosecond,
+        alloc_tapeflow, bytes);
+    reg("alloc_free_" + size_name(bytes) + "/raw", kMicrosecond, alloc_raw,
+        bytes);
+  }
+  reg("small_add_4/tapeflow", kMicrosecond, small_add_tapeflow);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    std::printf("tapeflow_bench_cuda: no CUDA device here, nothing to run\n");
+    return 0;
+  }
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  register_all(devices);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
