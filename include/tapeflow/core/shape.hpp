@@ -73,8 +73,9 @@ std::ostream& operator<<(std::ostream& os, const Shape& s);
 
 /** Row-major strides (in elements) of a contiguous tensor of shape `s`. */
 inline Shape contiguous_strides(const Shape& s) {
-  Shape st;
-  st.resize(s.size());
+  // A copy for the rank (each stride is written below): resize's zero fill
+  // compiled to a `rep stos`, whose start-up cost shows in every small op.
+  Shape st = s;
   // Unsigned: only an empty tensor's extents can overflow the product (its
   // strides then address nothing), and that must not be undefined.
   uint64_t acc = 1;

@@ -38,6 +38,11 @@ class TapeMarks {
 
 /** The shared state behind a Tensor handle. */
 struct TensorImpl {
+  // User-provided, so that make_shared's value-initialization runs only the
+  // member initializers below: with an implicit constructor it first zeroes
+  // all ~200 bytes (a `rep stos`, 10% of a small op's cost on Zen 3).
+  TensorImpl() noexcept {}
+
   std::shared_ptr<Storage> storage;
   Shape shape;
   Shape strides;  // in elements; 0 along broadcast dimensions
