@@ -100,11 +100,16 @@ class CudaBackend final : public DeviceBackend {
   /** A sync point: the event wait covers every kernel queued before it. */
   void copy_to_host(const void* src, void* dst, size_t bytes,
                     int index) override {
+    // Current first: a staging block's cudaHostAlloc runs in the current
+    // device's context, and a thread's first CUDA call would make it GPU 0's
+    // (a context on a GPU the process may not use).
+    activate(index);
     staging_.to_host(src, dst, bytes, index);
     raise_deferred_errors(index);
   }
   void copy_from_host(const void* src, void* dst, size_t bytes,
                       int index) override {
+    activate(index);  // as copy_to_host
     staging_.to_device(src, dst, bytes, index);
   }
   void copy_between_devices(const void* src, int src_index, void* dst,
@@ -132,6 +137,10 @@ class CudaBackend final : public DeviceBackend {
     TAPEFLOW_CUDA_CHECK(cudaStreamSynchronize(activate(index)));
     raise_deferred_errors(index);
   }
+  void wait_idle(int index) override {
+    TAPEFLOW_CUDA_CHECK(cudaStreamSynchronize(activate(index)));
+  }
+  void* native_stream(int index) override { return activate(index); }
 
  private:
   int count_ = 0;
@@ -152,6 +161,7 @@ void register_index(Registry& r);
 void register_arg_reduce(Registry& r);
 void register_linalg(Registry& r);
 void register_fractional_pool(Registry& r);
+void register_conv(Registry& r);
 
 }  // namespace tapeflow::cuda
 
@@ -173,4 +183,5 @@ extern "C" void tapeflow_register_cuda(tapeflow::Registry* r) {
   tapeflow::cuda::register_arg_reduce(*r);
   tapeflow::cuda::register_linalg(*r);
   tapeflow::cuda::register_fractional_pool(*r);
+  tapeflow::cuda::register_conv(*r);
 }

@@ -19,6 +19,7 @@ namespace tapeflow::cuda {
 /** What a kernel needs to check one index range and report a bad value. */
 struct DeferredIndexCheck {
   DeferredErrorRecord* record;  // device pointer of the mapped pinned record
+  unsigned int* flag;           // the device's claim, in device memory
   unsigned int op;
   long long lo, hi;
 
@@ -26,12 +27,18 @@ struct DeferredIndexCheck {
 
   /** Records `v` unless some thread reported first; later reports are lost. */
   __device__ void report(long long v) const {
-    if (atomicCAS(&record->claimed, 0u, 1u) != 0u) return;
+    // The claim is in device memory and read before it is tried, so that a
+    // kernel full of bad indices does one atomic per thread at most, and
+    // none over PCIe.
+    if (*static_cast<volatile unsigned int*>(flag) != 0u) return;
+    if (atomicCAS(flag, 0u, 1u) != 0u) return;
     record->op = op;
     record->value = v;
     record->lo = lo;
     record->hi = hi;
+    // `claimed` last: whoever sees it set sees the fields.
     __threadfence_system();
+    atomicExch(&record->claimed, 1u);
   }
 
   /** in_range(v), reporting v when it is not. */

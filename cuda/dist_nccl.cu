@@ -1,7 +1,9 @@
 // tpf::dist's collectives on CUDA tensors through NCCL (src/dist/nccl_api.hpp
-// is the whole interface). Every call runs on the legacy default stream, the
-// one the CUDA backend's kernels use, and waits for it: the collectives are
-// blocking from the host's side, as their CPU counterparts are.
+// is the whole interface). Every call runs on the CUDA backend's stream of
+// the communicator's GPU, so it follows the kernels that wrote its buffers
+// (a non-blocking stream does not order with the legacy default stream), and
+// waits for it: the collectives are blocking from the host's side, as their
+// CPU counterparts are.
 #include <nccl.h>
 
 #include <algorithm>
@@ -17,11 +19,10 @@
 namespace tapeflow::dist::nccl {
 namespace {
 
-constexpr cudaStream_t kStream = 0;
-
 struct Comm {
   ncclComm_t comm;
   int ranks, rank, device;
+  cudaStream_t stream;  // the CUDA backend's stream of `device`
 };
 
 int fail(char* err, size_t len, const char* what, const char* why) {
@@ -90,7 +91,7 @@ int grid_for(int64_t n) {
 }
 
 int fold(int op, int dtype, void* acc, const void* blocks, int64_t count,
-         int ranks) {
+         int ranks, cudaStream_t stream) {
   if (count == 0) return 0;
   dispatch_all(static_cast<DType>(dtype), "all_reduce", [&](auto zero) {
     using T = decltype(zero);
@@ -100,28 +101,29 @@ int fold(int op, int dtype, void* acc, const void* blocks, int64_t count,
       case ReduceOp::sum:
       case ReduceOp::mean:
         fold_kernel<ReduceOp::sum>
-            <<<grid_for(count), 256, 0, kStream>>>(a, b, count, ranks);
+            <<<grid_for(count), 256, 0, stream>>>(a, b, count, ranks);
         break;
       case ReduceOp::max:
         fold_kernel<ReduceOp::max>
-            <<<grid_for(count), 256, 0, kStream>>>(a, b, count, ranks);
+            <<<grid_for(count), 256, 0, stream>>>(a, b, count, ranks);
         break;
       case ReduceOp::min:
         fold_kernel<ReduceOp::min>
-            <<<grid_for(count), 256, 0, kStream>>>(a, b, count, ranks);
+            <<<grid_for(count), 256, 0, stream>>>(a, b, count, ranks);
         break;
     }
   });
   return 0;
 }
 
-int finish_mean(int dtype, void* data, int64_t count, int ranks) {
+int finish_mean(int dtype, void* data, int64_t count, int ranks,
+                cudaStream_t stream) {
   if (count == 0 || ranks == 1 || static_cast<DType>(dtype) == DType::bool_)
     return 0;
   dispatch_all(static_cast<DType>(dtype), "all_reduce", [&](auto zero) {
     using T = decltype(zero);
-    mean_kernel<<<grid_for(count), 256, 0, kStream>>>(static_cast<T*>(data),
-                                                      count, ranks);
+    mean_kernel<<<grid_for(count), 256, 0, stream>>>(static_cast<T*>(data),
+                                                     count, ranks);
   });
   return 0;
 }
@@ -135,7 +137,7 @@ int unique_id(unsigned char id[128], char* err, size_t len) {
 }
 
 void* init(const unsigned char id[128], int ranks, int rank, int device,
-           char* err, size_t len) {
+           void* stream, char* err, size_t len) {
   if (check(cudaSetDevice(device), err, len, "cudaSetDevice")) return nullptr;
   ncclUniqueId u;
   std::memcpy(&u, id, sizeof u);
@@ -143,7 +145,7 @@ void* init(const unsigned char id[128], int ranks, int rank, int device,
   if (check(ncclCommInitRank(&comm, ranks, u, rank), err, len,
             "ncclCommInitRank"))
     return nullptr;
-  return new Comm{comm, ranks, rank, device};
+  return new Comm{comm, ranks, rank, device, static_cast<cudaStream_t>(stream)};
 }
 
 int all_reduce(void* handle, void* data, int64_t count, int dtype, int op,
@@ -154,7 +156,7 @@ int all_reduce(void* handle, void* data, int64_t count, int dtype, int op,
   if (check(cudaSetDevice(c.device), err, len, "cudaSetDevice")) return 1;
   if (!canonical) {
     if (check(ncclAllReduce(data, data, count, type, nccl_op(op, dtype), c.comm,
-                            kStream),
+                            c.stream),
               err, len, "ncclAllReduce"))
       return 1;
   } else {
@@ -164,38 +166,41 @@ int all_reduce(void* handle, void* data, int64_t count, int dtype, int op,
     const int64_t mine = begin[c.rank + 1] - begin[c.rank];
     char* bytes = static_cast<char*>(data);
     void* blocks = nullptr;
-    if (check(cudaMallocAsync(
-                  &blocks, std::max<size_t>(1, mine * c.ranks * item), kStream),
-              err, len, "cudaMallocAsync"))
+    if (check(
+            cudaMallocAsync(&blocks, std::max<size_t>(1, mine * c.ranks * item),
+                            c.stream),
+            err, len, "cudaMallocAsync"))
       return 1;
     char* recv = static_cast<char*>(blocks);
     int rc = check(ncclGroupStart(), err, len, "ncclGroupStart");
     for (int p = 0; p < c.ranks && rc == 0; ++p) {
       const int64_t n = begin[p + 1] - begin[p];
-      rc = check(ncclSend(bytes + begin[p] * item, n, type, p, c.comm, kStream),
-                 err, len, "ncclSend") ||
-           check(
-               ncclRecv(recv + p * mine * item, mine, type, p, c.comm, kStream),
-               err, len, "ncclRecv");
+      rc =
+          check(ncclSend(bytes + begin[p] * item, n, type, p, c.comm, c.stream),
+                err, len, "ncclSend") ||
+          check(
+              ncclRecv(recv + p * mine * item, mine, type, p, c.comm, c.stream),
+              err, len, "ncclRecv");
     }
     rc = check(ncclGroupEnd(), err, len, "ncclGroupEnd") || rc;
     if (rc == 0)
-      fold(op, dtype, bytes + begin[c.rank] * item, recv, mine, c.ranks);
+      fold(op, dtype, bytes + begin[c.rank] * item, recv, mine, c.ranks,
+           c.stream);
     // Each rank's folded chunk goes to every other: one broadcast per chunk.
     rc = rc || check(ncclGroupStart(), err, len, "ncclGroupStart");
     for (int k = 0; k < c.ranks && rc == 0; ++k)
       rc = check(
           ncclBroadcast(bytes + begin[k] * item, bytes + begin[k] * item,
-                        begin[k + 1] - begin[k], type, k, c.comm, kStream),
+                        begin[k + 1] - begin[k], type, k, c.comm, c.stream),
           err, len, "ncclBroadcast");
     rc = (rc == 0 ? check(ncclGroupEnd(), err, len, "ncclGroupEnd") : rc);
-    cudaFreeAsync(blocks, kStream);
+    cudaFreeAsync(blocks, c.stream);
     if (rc) return rc;
   }
   if (static_cast<ReduceOp>(op) == ReduceOp::mean)
-    finish_mean(dtype, data, count, c.ranks);
+    finish_mean(dtype, data, count, c.ranks, c.stream);
   return check(cudaGetLastError(), err, len, "the fold kernels") ||
-         check(cudaStreamSynchronize(kStream), err, len,
+         check(cudaStreamSynchronize(c.stream), err, len,
                "cudaStreamSynchronize");
 }
 
@@ -204,9 +209,9 @@ int broadcast(void* handle, void* data, int64_t count, int dtype, int root,
   auto& c = *static_cast<Comm*>(handle);
   return check(cudaSetDevice(c.device), err, len, "cudaSetDevice") ||
          check(ncclBroadcast(data, data, count, nccl_type(dtype), root, c.comm,
-                             kStream),
+                             c.stream),
                err, len, "ncclBroadcast") ||
-         check(cudaStreamSynchronize(kStream), err, len,
+         check(cudaStreamSynchronize(c.stream), err, len,
                "cudaStreamSynchronize");
 }
 
@@ -214,9 +219,10 @@ int all_gather(void* handle, const void* in, void* out, int64_t count,
                int dtype, char* err, size_t len) {
   auto& c = *static_cast<Comm*>(handle);
   return check(cudaSetDevice(c.device), err, len, "cudaSetDevice") ||
-         check(ncclAllGather(in, out, count, nccl_type(dtype), c.comm, kStream),
-               err, len, "ncclAllGather") ||
-         check(cudaStreamSynchronize(kStream), err, len,
+         check(
+             ncclAllGather(in, out, count, nccl_type(dtype), c.comm, c.stream),
+             err, len, "ncclAllGather") ||
+         check(cudaStreamSynchronize(c.stream), err, len,
                "cudaStreamSynchronize");
 }
 

@@ -1,5 +1,7 @@
 // Elementwise kernels: unary and binary math, comparisons, logical ops,
 // where, cast (also the strided copy behind contiguous()) and fill.
+#include <algorithm>
+
 #include "core/convert_value.hpp"
 #include "core/dtype_dispatch.hpp"
 #include "elementwise.cuh"
@@ -9,17 +11,32 @@
 namespace tapeflow::cuda {
 namespace {
 
+// Each body writes one element through operator()(offsets) and, for the
+// vector path (elementwise.cuh), kWidth elements through vector(i, mask).
+
 template <class F, class R, class T>
 struct UnaryBody {
+  static constexpr int kWidth = vector_width(std::max(sizeof(R), sizeof(T)));
   F f;
   R* o;
   const T* a;
   __device__ void operator()(const int64_t* off) const {
     o[off[0]] = f(a[off[1]]);
   }
+  __device__ void vector(int64_t i, uint32_t broadcast) const {
+    const Pack<T, kWidth> x = load_pack<kWidth>(a, i, broadcast & 2u);
+    Pack<R, kWidth> y;
+#pragma unroll
+    for (int j = 0; j < kWidth; ++j) y.v[j] = f(x.v[j]);
+    store_pack<kWidth>(o, i, y);
+  }
+  std::array<OperandAddress, 2> addresses() const {
+    return {{{o, sizeof(R)}, {a, sizeof(T)}}};
+  }
 };
 template <class F, class R, class T>
 struct BinaryBody {
+  static constexpr int kWidth = vector_width(std::max(sizeof(R), sizeof(T)));
   F f;
   R* o;
   const T* a;
@@ -27,9 +44,21 @@ struct BinaryBody {
   __device__ void operator()(const int64_t* off) const {
     o[off[0]] = f(a[off[1]], b[off[2]]);
   }
+  __device__ void vector(int64_t i, uint32_t broadcast) const {
+    const Pack<T, kWidth> x = load_pack<kWidth>(a, i, broadcast & 2u);
+    const Pack<T, kWidth> z = load_pack<kWidth>(b, i, broadcast & 4u);
+    Pack<R, kWidth> y;
+#pragma unroll
+    for (int j = 0; j < kWidth; ++j) y.v[j] = f(x.v[j], z.v[j]);
+    store_pack<kWidth>(o, i, y);
+  }
+  std::array<OperandAddress, 3> addresses() const {
+    return {{{o, sizeof(R)}, {a, sizeof(T)}, {b, sizeof(T)}}};
+  }
 };
 template <class T>
 struct WhereBody {
+  static constexpr int kWidth = vector_width(sizeof(T));
   T* o;
   const uint8_t* c;
   const T* a;
@@ -37,20 +66,54 @@ struct WhereBody {
   __device__ void operator()(const int64_t* off) const {
     o[off[0]] = c[off[1]] ? a[off[2]] : b[off[3]];
   }
+  __device__ void vector(int64_t i, uint32_t broadcast) const {
+    const Pack<uint8_t, kWidth> m = load_pack<kWidth>(c, i, broadcast & 2u);
+    const Pack<T, kWidth> x = load_pack<kWidth>(a, i, broadcast & 4u);
+    const Pack<T, kWidth> z = load_pack<kWidth>(b, i, broadcast & 8u);
+    Pack<T, kWidth> y;
+#pragma unroll
+    for (int j = 0; j < kWidth; ++j) y.v[j] = m.v[j] ? x.v[j] : z.v[j];
+    store_pack<kWidth>(o, i, y);
+  }
+  std::array<OperandAddress, 4> addresses() const {
+    return {{{o, sizeof(T)}, {c, 1}, {a, sizeof(T)}, {b, sizeof(T)}}};
+  }
 };
 template <class To, class From>
 struct CastBody {
+  static constexpr int kWidth =
+      vector_width(std::max(sizeof(To), sizeof(From)));
   To* o;
   const From* a;
   __device__ void operator()(const int64_t* off) const {
     o[off[0]] = convert_value<To>(a[off[1]]);
   }
+  __device__ void vector(int64_t i, uint32_t broadcast) const {
+    const Pack<From, kWidth> x = load_pack<kWidth>(a, i, broadcast & 2u);
+    Pack<To, kWidth> y;
+#pragma unroll
+    for (int j = 0; j < kWidth; ++j) y.v[j] = convert_value<To>(x.v[j]);
+    store_pack<kWidth>(o, i, y);
+  }
+  std::array<OperandAddress, 2> addresses() const {
+    return {{{o, sizeof(To)}, {a, sizeof(From)}}};
+  }
 };
 template <class T>
 struct FillBody {
+  static constexpr int kWidth = vector_width(sizeof(T));
   T* o;
   T v;
   __device__ void operator()(const int64_t* off) const { o[off[0]] = v; }
+  __device__ void vector(int64_t i, uint32_t) const {
+    Pack<T, kWidth> y;
+#pragma unroll
+    for (int j = 0; j < kWidth; ++j) y.v[j] = v;
+    store_pack<kWidth>(o, i, y);
+  }
+  std::array<OperandAddress, 1> addresses() const {
+    return {{{o, sizeof(T)}}};
+  }
 };
 
 template <class T>

@@ -1,12 +1,18 @@
 #pragma once
 // Elementwise launches over the shared LoopPlan: a grid-stride loop whose
 // index is decomposed into per-operand offsets (skipped when all are flat).
+// Flat launches of bodies that can (below) take a vector path instead: one
+// 128-bit load per operand and one 128-bit store per step, four floats or
+// two doubles at a time (CUDA.md §4, llm.c's Packed128).
+#include <algorithm>
 #include <array>
+#include <concepts>
 #include <cstdint>
 
 #include "check.hpp"
 #include "context.hpp"
 #include "core/loop_plan.hpp"
+#include "core/vector_split.hpp"
 
 namespace tapeflow::cuda {
 
@@ -61,6 +67,102 @@ __global__ void elementwise_kernel(DevicePlan<N> plan, Body body) {
   }
 }
 
+// ---- the vector path ------------------------------------------------------
+
+/** W elements of T, aligned as one load: float4, double2, ... */
+template <class T, int W>
+struct alignas(sizeof(T) * W) Pack {
+  T v[W];
+};
+
+/**
+ * Elements [i, i + W) of p, or W copies of p[0] where p is a broadcast
+ * scalar. Plain loads, not __ldcs: an eager program's next op usually reads
+ * this op's output, and evict-first hints would push it out of L2.
+ */
+template <int W, class T>
+__device__ Pack<T, W> load_pack(const T* p, int64_t i, bool broadcast) {
+  if (broadcast) {
+    Pack<T, W> r;
+#pragma unroll
+    for (int j = 0; j < W; ++j) r.v[j] = p[0];
+    return r;
+  }
+  return *reinterpret_cast<const Pack<T, W>*>(p + i);
+}
+template <int W, class T>
+__device__ void store_pack(T* p, int64_t i, const Pack<T, W>& x) {
+  *reinterpret_cast<Pack<T, W>*>(p + i) = x;
+}
+
+/** An operand's address and element size, for the alignment test. */
+struct OperandAddress {
+  const void* data;
+  size_t itemsize;
+};
+
+/**
+ * A body that can take the vector path: kWidth elements per vector (16
+ * bytes of its widest operand), vector(i, broadcast) for elements
+ * [i, i + kWidth) (bit k of broadcast: operand k is a scalar), and the
+ * operands' addresses, output first.
+ */
+template <class Body, int N>
+concept VectorBody = requires(const Body& b, int64_t i, uint32_t mask) {
+  { Body::kWidth } -> std::convertible_to<int>;
+  b.vector(i, mask);
+  { b.addresses() } -> std::same_as<std::array<OperandAddress, N>>;
+};
+
+template <int N, class Body>
+__global__ void __launch_bounds__(256)
+    vector_kernel(Body body, uint32_t broadcast, int vectors, int tail_begin,
+                  int numel) {
+  constexpr int W = Body::kWidth;
+  const int first = int(blockIdx.x * blockDim.x + threadIdx.x);
+  const int step = int(gridDim.x * blockDim.x);
+  for (int v = first; v < vectors; v += step)
+    body.vector(int64_t(v) * W, broadcast);
+  // Fewer than W elements are left; the first threads take one each.
+  const int i = tail_begin + first;
+  if (i < numel) {
+    int64_t off[N];
+    for (int k = 0; k < N; ++k) off[k] = (broadcast >> k) & 1u ? 0 : i;
+    body(off);
+  }
+}
+
+/**
+ * Launches the vector path and returns true when the plan is flat, the
+ * count fits 32 bits and every non-broadcast operand starts a vector.
+ */
+template <int N, class Body>
+bool launch_vector(const DevicePlan<N>& plan, const Body& body,
+                   cudaStream_t stream) {
+  if (!plan.flat || !vector_index_fits(plan.numel)) return false;
+  constexpr int W = Body::kWidth;
+  const std::array<OperandAddress, N> addresses = body.addresses();
+  uint32_t broadcast = 0;
+  for (int k = 0; k < N; ++k) {
+    if (plan.flat_stride[k] == 0) {
+      broadcast |= 1u << k;
+      continue;
+    }
+    const auto address = reinterpret_cast<uintptr_t>(addresses[k].data);
+    if (!vector_aligned(address, addresses[k].itemsize, W)) return false;
+  }
+  const VectorSplit split = vector_split(plan.numel, W);
+  constexpr int kThreads = 256;
+  // At least one block: its first threads take the tail (< W elements).
+  const int64_t blocks =
+      std::clamp<int64_t>((split.vectors + kThreads - 1) / kThreads, 1, 8192);
+  vector_kernel<N><<<int(blocks), kThreads, 0, stream>>>(
+      body, broadcast, int(split.vectors), int(split.tail_begin),
+      int(plan.numel));
+  TAPEFLOW_CUDA_CHECK(cudaGetLastError());
+  return true;
+}
+
 /** Runs body(offsets) for every element of `out` on out's GPU. */
 template <int N, class Body>
 void launch_elementwise(const Tensor& out,
@@ -68,6 +170,8 @@ void launch_elementwise(const Tensor& out,
   if (out.numel() == 0) return;
   const cudaStream_t stream = activate(out.device().index);
   const DevicePlan<N> plan = device_plan<N>(out, in);
+  if constexpr (VectorBody<Body, N>)
+    if (launch_vector<N>(plan, body, stream)) return;
   constexpr int kThreads = 256;
   const int64_t blocks =
       std::min<int64_t>((plan.numel + kThreads - 1) / kThreads, 8192);

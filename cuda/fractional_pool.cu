@@ -4,14 +4,16 @@
 // the gradients, which gather dy from the regions holding the element
 // (core/fractional_regions.hpp) in the order the CPU adds them, so the sums
 // are the CPU's and need no atomics.
+#include <vector>
+
 #include "check.hpp"
 #include "context.hpp"
 #include "core/creation_internal.hpp"
+#include "core/device_backend.hpp"
 #include "core/dtype_dispatch.hpp"
 #include "core/fractional_regions.hpp"
 #include "grid.cuh"
 #include "ops/nn/fractional_pool_ops.hpp"
-#include "tapeflow/creation.hpp"
 
 namespace tapeflow::cuda {
 namespace {
@@ -135,24 +137,29 @@ struct AvgContribution {
 
 /** The regions' boundaries on the device, and the geometry reading them. */
 struct DeviceRegions {
-  Tensor rows, cols;
+  Tensor boundaries;  // the rows' then the columns'
   Geo geo;
 };
 
 DeviceRegions device_regions(const FractionalRegions& r, const Shape& in,
-                             Device device) {
+                             Device device, const char* op) {
+  // One buffer and a backend copy: a kernel's internals go through no op
+  // (Tensor::to would log a placement and a profiler event of its own).
+  std::vector<int64_t> host = r.rows;
+  host.insert(host.end(), r.cols.begin(), r.cols.end());
   DeviceRegions d;
-  const auto boundaries = [&](const std::vector<int64_t>& seq) {
-    return from_vector(seq, {static_cast<int64_t>(seq.size())}).to(device);
-  };
-  d.rows = boundaries(r.rows);
-  d.cols = boundaries(r.cols);
-  const auto axis = [&](const Tensor& seq, int64_t extent) {
-    return FractionalAxis{seq.data<int64_t>(), seq.numel() - 1, extent,
-                          r.overlapping};
-  };
-  d.geo =
-      Geo{in[0], in[1], in[2], in[3], axis(d.rows, in[1]), axis(d.cols, in[2])};
+  d.boundaries = empty_tensor({static_cast<int64_t>(host.size())}, DType::int64,
+                              device, op);
+  auto* seq = static_cast<int64_t*>(d.boundaries.raw_data());
+  device_backend(device.type)
+      ->copy_from_host(host.data(), seq, host.size() * sizeof(int64_t),
+                       device.index);
+  const auto row_bounds = static_cast<int64_t>(r.rows.size());
+  const FractionalAxis rows{seq, row_bounds - 1, in[1], r.overlapping};
+  const FractionalAxis cols{seq + row_bounds,
+                            static_cast<int64_t>(r.cols.size()) - 1, in[2],
+                            r.overlapping};
+  d.geo = Geo{in[0], in[1], in[2], in[3], rows, cols};
   return d;
 }
 
@@ -169,7 +176,8 @@ void max_pool(const FractionalMaxPool& op, Inputs in, const Outputs& outs) {
   const Tensor x = materialize(in[0]);
   const int64_t n = outs[0].numel();
   if (n == 0) return;
-  const DeviceRegions d = device_regions(op.regions, x.shape(), x.device());
+  const DeviceRegions d =
+      device_regions(op.regions, x.shape(), x.device(), op.name);
   int32_t* ws = op.with_workspace ? out_ptr<int32_t>(outs[1]) : nullptr;
   dispatch_floating(x.dtype(), op.name, [&](auto tag) {
     using T = decltype(tag);
@@ -184,7 +192,8 @@ void avg_pool(const FractionalAvgPool& op, Inputs in, const Outputs& outs) {
   const Tensor x = materialize(in[0]);
   const int64_t n = outs[0].numel();
   if (n == 0) return;
-  const DeviceRegions d = device_regions(op.regions, x.shape(), x.device());
+  const DeviceRegions d =
+      device_regions(op.regions, x.shape(), x.device(), op.name);
   dispatch_floating(x.dtype(), op.name, [&](auto tag) {
     using T = decltype(tag);
     avg_kernel<T>
@@ -199,7 +208,8 @@ void max_pool_gather(const FractionalMaxPoolGather& op, Inputs in,
   const Tensor gx = materialize(in[0]), ws = materialize(in[1]);
   const int64_t n = outs[0].numel();
   if (n == 0) return;
-  const DeviceRegions d = device_regions(op.regions, gx.shape(), gx.device());
+  const DeviceRegions d =
+      device_regions(op.regions, gx.shape(), gx.device(), op.name);
   dispatch_floating(gx.dtype(), op.name, [&](auto tag) {
     using T = decltype(tag);
     gather_kernel<T>
@@ -215,7 +225,7 @@ void max_pool_grad(const FractionalMaxPoolGrad& op, Inputs in,
   const int64_t n = outs[0].numel();
   if (n == 0) return;
   const DeviceRegions d =
-      device_regions(op.regions, op.input_shape, dy.device());
+      device_regions(op.regions, op.input_shape, dy.device(), op.name);
   dispatch_floating(dy.dtype(), op.name, [&](auto tag) {
     using T = decltype(tag);
     grad_kernel<T>
@@ -232,7 +242,7 @@ void avg_pool_grad(const FractionalAvgPoolGrad& op, Inputs in,
   const int64_t n = outs[0].numel();
   if (n == 0) return;
   const DeviceRegions d =
-      device_regions(op.regions, op.input_shape, dy.device());
+      device_regions(op.regions, op.input_shape, dy.device(), op.name);
   dispatch_floating(dy.dtype(), op.name, [&](auto tag) {
     using T = decltype(tag);
     grad_kernel<T>

@@ -90,9 +90,9 @@ BatchedLu factor(const Tensor& input, const char* op) {
   TAPEFLOW_CUDA_CHECK(cudaGetLastError());
   f.pivots = empty_tensor({f.count * f.n}, int32, x.device(), op);
   f.info = empty_tensor({f.count}, int32, x.device(), op);
-  TAPEFLOW_CUDA_CHECK(
-      getrf<T>(cublas(device), int(f.n), static_cast<T**>(f.pointers.raw_data()),
-               f.pivots.data<int32_t>(), f.info.data<int32_t>(), int(f.count)));
+  TAPEFLOW_CUDA_CHECK(getrf<T>(
+      cublas(device), int(f.n), static_cast<T**>(f.pointers.raw_data()),
+      f.pivots.data<int32_t>(), f.info.data<int32_t>(), int(f.count)));
   return f;
 }
 

@@ -1,8 +1,11 @@
 // matmul through cuBLAS (strided-batched gemm); row-major C = A B is computed
 // as column-major C^T = B^T A^T, so no operand is ever transposed in memory.
+// float32 products take the compute type of float32_matmul_precision()
+// (core/gemm_compute.hpp): FP32, TF32 or BF16 tensor cores.
 #include "check.hpp"
 #include "context.hpp"
 #include "core/creation_internal.hpp"
+#include "core/gemm_compute.hpp"
 #include "ops/linalg_ops.hpp"
 #include "tapeflow/ops/shape.hpp"
 
@@ -44,6 +47,20 @@ Operand operand(const Tensor& input, const Shape& batch) {
           batch_stride};
 }
 
+cublasComputeType_t cublas_compute_type(GemmCompute compute) {
+  switch (compute) {
+    case GemmCompute::f32_fast_tf32:
+      return CUBLAS_COMPUTE_32F_FAST_TF32;
+    case GemmCompute::f32_fast_bf16:
+      return CUBLAS_COMPUTE_32F_FAST_16BF;
+    case GemmCompute::f64:
+      return CUBLAS_COMPUTE_64F;
+    case GemmCompute::f32:
+      break;
+  }
+  return CUBLAS_COMPUTE_32F;
+}
+
 void matmul(const MatMul&, Inputs in, const Outputs& outs) {
   Tensor& out = outs[0];
   if (out.numel() == 0) return;
@@ -62,19 +79,20 @@ void matmul(const MatMul&, Inputs in, const Outputs& outs) {
   }
   const cublasHandle_t handle = cublas(device);
   const int batches = static_cast<int>(batch.numel());
-  if (out.dtype() == float32) {
-    const float one = 1.f, zero = 0.f;
-    TAPEFLOW_CUDA_CHECK(cublasSgemmStridedBatched(
-        handle, b.op, a.op, N, M, K, &one, b.t.data<float>(), b.ld,
-        b.batch_stride, a.t.data<float>(), a.ld, a.batch_stride, &zero,
-        out.data<float>(), N, M * N, batches));
-  } else {
-    const double one = 1.0, zero = 0.0;
-    TAPEFLOW_CUDA_CHECK(cublasDgemmStridedBatched(
-        handle, b.op, a.op, N, M, K, &one, b.t.data<double>(), b.ld,
-        b.batch_stride, a.t.data<double>(), a.ld, a.batch_stride, &zero,
-        out.data<double>(), N, M * N, batches));
-  }
+  const bool f64 = out.dtype() == float64;
+  const cudaDataType type = f64 ? CUDA_R_64F : CUDA_R_32F;
+  // The scale type follows the compute type: double for 64F, else float.
+  const float one_f = 1.f, zero_f = 0.f;
+  const double one_d = 1.0, zero_d = 0.0;
+  const void* one = f64 ? static_cast<const void*>(&one_d) : &one_f;
+  const void* zero = f64 ? static_cast<const void*>(&zero_d) : &zero_f;
+  const GemmCompute compute =
+      gemm_compute(out.dtype(), config::float32_matmul_precision());
+  TAPEFLOW_CUDA_CHECK(cublasGemmStridedBatchedEx(
+      handle, b.op, a.op, N, M, K, one, b.t.raw_data(), type, b.ld,
+      b.batch_stride, a.t.raw_data(), type, a.ld, a.batch_stride, zero,
+      out.raw_data(), type, N, M * N, batches, cublas_compute_type(compute),
+      CUBLAS_GEMM_DEFAULT));
 }
 
 }  // namespace

@@ -1,14 +1,19 @@
 // Reductions: blocks of threads stride over the reduced elements of one
-// output and combine through shared memory. Few outputs over many elements
-// (a full sum) split each output's range across blocks, then reduce the
-// partial results in a second pass, so the whole GPU takes part.
+// output, 16 bytes at a time where they are dense, and combine through warp
+// shuffles and CUB's BlockReduce. Few outputs over many elements (a full
+// sum) split each output's range across blocks, then reduce the partial
+// results in a second pass, so the whole GPU takes part. The split depends
+// on the shape alone, so results are the same bits on every run.
 #include <algorithm>
+#include <cub/block/block_reduce.cuh>
 #include <limits>
 
 #include "check.hpp"
 #include "context.hpp"
 #include "core/creation_internal.hpp"
 #include "core/dtype_dispatch.hpp"
+#include "core/vector_split.hpp"
+#include "elementwise.cuh"  // Pack
 #include "ops/reduce_ops.hpp"
 
 namespace tapeflow::cuda {
@@ -73,43 +78,59 @@ struct MinR {
 };
 
 /**
- * Block (k, p) reduces elements [p * chunk, (p + 1) * chunk) of output k and
- * writes out[k * gridDim.y + p].
+ * Block (k, p) reduces the elements of output k in
+ * [p * chunk, min((p + 1) * chunk, N)) (core/vector_split.hpp) and writes
+ * out[k * gridDim.y + p]. Thread t folds the W-element vectors t, t + 256,
+ * ... of its part in order, by one 16-byte load where the part is dense and
+ * aligned, else element by element (same elements, same order, same bits).
+ * The block then combines its threads' values with warp shuffles and CUB's
+ * BlockReduce (a fixed tree over lanes, then over warps): deterministic.
  */
 template <class T, class R>
-__global__ void reduce_kernel(Block kept, Block reduced, int64_t K, int64_t N,
-                              int64_t chunk, T identity, const T* in, T* out,
-                              R combine) {
-  __shared__ T partial[kThreads];
-  const int64_t begin = int64_t(blockIdx.y) * chunk;
+__global__ void __launch_bounds__(kThreads)
+    reduce_kernel(Block kept, Block reduced, int64_t K, int64_t N,
+                  int64_t chunk, T identity, const T* in, T* out, R combine) {
+  constexpr int W = vector_width(sizeof(T));
+  using BlockReduce =
+      cub::BlockReduce<T, kThreads, cub::BLOCK_REDUCE_WARP_REDUCTIONS>;
+  __shared__ typename BlockReduce::TempStorage scratch;
+  const int64_t part = blockIdx.y;
+  const int64_t begin = reduce_vector_begin(part, chunk, 0, W);
   const int64_t end = begin + chunk < N ? begin + chunk : N;
+  const int64_t vectors = (end - begin + W - 1) / W;
+  const bool dense = reduced.dense && reduced.unit == 1;
   for (int64_t k = blockIdx.x; k < K; k += gridDim.x) {
-    const int64_t base = kept.offset(k);
+    const T* base = in + kept.offset(k);
+    const bool packed =
+        dense &&
+        vector_aligned(reinterpret_cast<uintptr_t>(base + begin), sizeof(T), W);
     T acc = identity;
-    for (int64_t r = begin + threadIdx.x; r < end; r += blockDim.x)
-      acc = combine(acc, in[base + reduced.offset(r)]);
-    partial[threadIdx.x] = acc;
-    __syncthreads();
-    for (int half = blockDim.x / 2; half > 0; half /= 2) {
-      if (threadIdx.x < half)
-        partial[threadIdx.x] =
-            combine(partial[threadIdx.x], partial[threadIdx.x + half]);
-      __syncthreads();
+    for (int64_t v = threadIdx.x; v < vectors; v += kThreads) {
+      const int64_t first = reduce_vector_begin(part, chunk, v, W);
+      if (packed && first + W <= end) {
+        const Pack<T, W> x = *reinterpret_cast<const Pack<T, W>*>(base + first);
+#pragma unroll
+        for (int j = 0; j < W; ++j) acc = combine(acc, x.v[j]);
+      } else {
+        const int64_t last = first + W < end ? first + W : end;
+        for (int64_t r = first; r < last; ++r)
+          acc = combine(acc, base[reduced.offset(r)]);
+      }
     }
-    if (threadIdx.x == 0) out[k * gridDim.y + blockIdx.y] = partial[0];
-    __syncthreads();
+    const T total = BlockReduce(scratch).Reduce(acc, combine);
+    if (threadIdx.x == 0) out[k * gridDim.y + blockIdx.y] = total;
+    __syncthreads();  // scratch is reused by the next output
   }
 }
 
 template <class T, class R>
 void launch(cudaStream_t stream, const Block& kept, const Block& reduced,
-            int64_t K, int64_t N, int64_t parts, T identity, const T* in,
-            T* out) {
-  const int64_t chunk = (N + parts - 1) / parts;
+            int64_t K, int64_t N, ReducePartition split, T identity,
+            const T* in, T* out) {
   const dim3 grid(static_cast<unsigned>(std::min<int64_t>(K, 65535)),
-                  static_cast<unsigned>(parts));
-  reduce_kernel<T, R><<<grid, kThreads, 0, stream>>>(kept, reduced, K, N, chunk,
-                                                     identity, in, out, R{});
+                  static_cast<unsigned>(split.parts));
+  reduce_kernel<T, R><<<grid, kThreads, 0, stream>>>(
+      kept, reduced, K, N, split.chunk, identity, in, out, R{});
   TAPEFLOW_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -123,21 +144,20 @@ void run(const ReduceOp& op, const Tensor& x, Tensor& out, T identity) {
   const cudaStream_t stream = activate(x.device().index);
   const T* in = static_cast<const T*>(x.raw_data());
   T* o = static_cast<T*>(out.raw_data());
-  // Enough blocks to fill the GPU, each with at least 4 elements a thread.
-  constexpr int64_t kTargetBlocks = 1024;
-  const int64_t parts = std::clamp<int64_t>(
-      std::min(kTargetBlocks / K, N / (4 * kThreads)), 1, 65535);
-  if (parts == 1) {
-    launch<T, R>(stream, kept, reduced, K, N, 1, identity, in, o);
+  constexpr int W = vector_width(sizeof(T));
+  const ReducePartition split = reduce_partition(K, N, W, kThreads);
+  if (split.parts == 1) {
+    launch<T, R>(stream, kept, reduced, K, N, split, identity, in, o);
     return;
   }
-  Tensor partial = empty_tensor({K, parts}, out.dtype(), out.device());
-  launch<T, R>(stream, kept, reduced, K, N, parts, identity, in,
+  Tensor partial = empty_tensor({K, split.parts}, out.dtype(), out.device());
+  launch<T, R>(stream, kept, reduced, K, N, split, identity, in,
                static_cast<T*>(partial.raw_data()));
   Block rows, cols;
-  rows.add(K, parts);
-  cols.add(parts, 1);
-  launch<T, R>(stream, rows, cols, K, parts, 1, identity,
+  rows.add(K, split.parts);
+  cols.add(split.parts, 1);
+  launch<T, R>(stream, rows, cols, K, split.parts,
+               ReducePartition{1, split.parts}, identity,
                static_cast<const T*>(partial.raw_data()), o);
 }
 

@@ -1,16 +1,20 @@
 // What the OpCase tables cannot express about the CUDA backend: its caching
-// allocator and memory statistics, soft placement of an op it has no kernel
-// for, copies through pinned staging and between GPUs, synchronization,
-// deferred data errors, the placement log's GPU line and
+// allocator and memory statistics, the placement log, the float32 matmul
+// precision policy, copies through pinned staging and between GPUs,
+// synchronization, deferred data errors, the placement log's GPU line and
 // CUDA_VISIBLE_DEVICES. Its kernels against the CPU (forward, strided, float32
 // and gradients) are every table's device pass (tests/support/check.cpp), which
 // takes the GPU where one is present; TAPEFLOW_TEST_DEVICE=cuda makes that
-// pass fail rather than fall back to the host-backed test device.
-// Skips (exit 77) where no GPU is present.
+// pass fail rather than fall back to the host-backed test device. Kernels
+// the tables miss (optimizer updates, argmin, pooling's argmax and second
+// order, singular inverses, one_hot's out-of-range rows) are
+// test_cuda_ops.cpp's. Skips (exit 77) where no GPU
+// is present.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -20,30 +24,14 @@
 #include <vector>
 
 #include "support/check.hpp"
+#include "support/cuda_skip.hpp"
 
 using testing::expect_error;
+using testing::gpu;
+using testing::has_gpu;
 
-namespace {
-
-const tpf::Device gpu = tpf::Device::cuda(0);
-
-bool has_gpu() {
-  static const bool present = [] {
-    try {
-      (void)tpf::zeros({1}, tpf::float32, gpu);
-      return true;
-    } catch (const tpf::DeviceError&) {
-      return false;
-    }
-  }();
-  return present;
-}
-
-}  // namespace
-
-TEST_CASE(
-    "device memory is cached and counted; ops without a kernel soft-place" *
-    doctest::skip(!has_gpu())) {
+TEST_CASE("device memory is cached and counted; placements are logged" *
+          doctest::skip(!has_gpu())) {
   tpf::empty_cache(gpu);
   { const auto t = tpf::ones({1 << 20}, tpf::float32, gpu); }
   const auto s = tpf::memory_stats(gpu);
@@ -51,6 +39,8 @@ TEST_CASE(
   { const auto t = tpf::ones({1 << 20}, tpf::float32, gpu); }
   CHECK(tpf::memory_stats(gpu).num_fresh == s.num_fresh);
 
+  // Every op but convolution has a CUDA kernel now; soft placement itself
+  // is test_placement's (on the host-backed test device).
   std::ostringstream captured;
   auto* old = std::cerr.rdbuf(captured.rdbuf());
   tpf::config::log_device_placement(true);
@@ -60,8 +50,7 @@ TEST_CASE(
   tpf::config::log_device_placement(false);
   std::cerr.rdbuf(old);
   CHECK(captured.str().find("mul -> cuda:0 (cuda)") != std::string::npos);
-  CHECK(captured.str().find("argmax -> cpu:0 (xsimd, soft placement)") !=
-        std::string::npos);
+  CHECK(captured.str().find("argmax -> cuda:0 (cuda)") != std::string::npos);
   CHECK(am.device() == gpu);
   CHECK(am.cpu().to_vector<int64_t>() == std::vector<int64_t>{1, 0});
 }
@@ -187,19 +176,6 @@ TEST_CASE("CUDA_VISIBLE_DEVICES=\"\" hides every GPU" *
   CHECK(run_child("CUDA_VISIBLE_DEVICES=") == "cuda devices: 0\n");
 }
 
-int main(int argc, char** argv) {
-  // The child of run_child: its static initialization (has_gpu) has used
-  // the GPU already; it reports what it saw and exits.
-  if (std::getenv("TAPEFLOW_TEST_CUDA_CHILD")) {
-    std::printf("cuda devices: %d\n", tpf::device_count(tpf::DeviceType::cuda));
-    return 0;
-  }
-  doctest::Context context(argc, argv);
-  const int rc = context.run();
-  if (context.shouldExit()) return rc;
-  return rc ? rc : (has_gpu() ? 0 : 77);  // 77: meson's SKIP
-}
-
 TEST_CASE("random streams on the GPU are the CPU's" *
           doctest::skip(!has_gpu())) {
   for (tpf::DType dt : {tpf::float32, tpf::float64}) {
@@ -223,4 +199,63 @@ TEST_CASE("random streams on the GPU are the CPU's" *
   CHECK(kept.cpu().to_vector<float>() ==
         tpf::nn::dropout(tpf::ones({64, 64}), 0.25, true, {}, 21)
             .to_vector<float>());
+}
+
+namespace {
+
+/** matmul(a, b) on the GPU under `precision`, back on the host. */
+std::vector<float> product(const tpf::Tensor& a, const tpf::Tensor& b,
+                           const char* precision) {
+  tpf::config::set_float32_matmul_precision(precision);
+  return tpf::matmul(a, b).cpu().to_vector<float>();
+}
+
+}  // namespace
+
+TEST_CASE("float32 matmul precision selects TF32 or bfloat16 on the GPU" *
+          doctest::skip(!has_gpu())) {
+  const char* override_tf32 = std::getenv("NVIDIA_TF32_OVERRIDE");
+  if (override_tf32 && std::string(override_tf32) == "0") {
+    MESSAGE("NVIDIA_TF32_OVERRIDE=0 keeps cuBLAS at float32: not checked");
+    return;
+  }
+  // Positive terms: each sum's relative error is at most its products'
+  // (2^-11 for TF32, 2^-8 for bfloat16), so 1e-2 holds for every element.
+  const auto a = tpf::random_uniform({256, 256}, 0.0, 1.0, tpf::float32, gpu);
+  const auto b = tpf::random_uniform({256, 256}, 0.0, 1.0, tpf::float32, gpu);
+  const tpf::config::Float32Precision before =
+      tpf::config::float32_matmul_precision();
+  const std::vector<float> exact = product(a, b, "highest");
+  for (const char* precision : {"high", "medium"}) {
+    CAPTURE(precision);
+    const std::vector<float> fast = product(a, b, precision);
+    double largest_difference = 0, largest_relative = 0;
+    for (size_t i = 0; i < exact.size(); ++i) {
+      const double d = std::abs(double(fast[i]) - double(exact[i]));
+      largest_difference = std::max(largest_difference, d);
+      largest_relative = std::max(largest_relative, d / std::abs(exact[i]));
+    }
+    CHECK(largest_difference > 1e-6);  // the mode took effect
+    CHECK(largest_relative < 1e-2);
+  }
+  // float64 products ignore the setting.
+  const auto a64 = a.cast(tpf::float64), b64 = b.cast(tpf::float64);
+  tpf::config::set_float32_matmul_precision("highest");
+  const auto c64 = tpf::matmul(a64, b64).cpu();
+  tpf::config::set_float32_matmul_precision("medium");
+  CHECK_CLOSE(tpf::matmul(a64, b64).cpu(), c64, 1e-14, 0.0);
+  tpf::config::set_float32_matmul_precision(before);
+}
+
+int main(int argc, char** argv) {
+  // The child of run_child: its static initialization (has_gpu) has used
+  // the GPU already; it reports what it saw and exits.
+  if (std::getenv("TAPEFLOW_TEST_CUDA_CHILD")) {
+    std::printf("cuda devices: %d\n", tpf::device_count(tpf::DeviceType::cuda));
+    return 0;
+  }
+  doctest::Context context(argc, argv);
+  const int rc = context.run();
+  if (context.shouldExit()) return rc;
+  return testing::gpu_test_exit_code(rc);
 }

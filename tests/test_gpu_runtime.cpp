@@ -276,12 +276,26 @@ TEST_CASE("deferred data errors: the message and the record's life") {
   CHECK(names.name(one_hot) == "one_hot");
   CHECK(names.name(99) == "unknown op 99");
 
+  // The device's claim flag: set by the kernel thread that reported, cleared
+  // by rearm before the throw.
+  int flag = 0, rearms = 0;
+  const auto rearm = [&] {
+    ++rearms;
+    flag = 0;
+  };
   tpf::DeferredErrorRecord record{};
-  tpf::raise_deferred_error(record, names, "cuda:0");  // nothing reported
-  record = {1, one_hot, -3, 0, 5};
+  tpf::raise_deferred_error(record, names, "cuda:0", rearm);  // none reported
+  CHECK(rearms == 0);
+  // A thread that claimed the flag but has not yet set `claimed` (it is set
+  // last): nothing to read yet.
+  flag = 1;
+  record = {0, one_hot, -3, 0, 5};
+  tpf::raise_deferred_error(record, names, "cuda:1", rearm);
+  CHECK(rearms == 0);
+  record.claimed = 1;
   bool thrown = false;
   try {
-    tpf::raise_deferred_error(record, names, "cuda:1");
+    tpf::raise_deferred_error(record, names, "cuda:1", rearm);
   } catch (const tpf::IndexError& e) {
     thrown = true;
     CHECK(std::string(e.what()) ==
@@ -289,8 +303,12 @@ TEST_CASE("deferred data errors: the message and the record's life") {
           "at synchronization)");
   }
   CHECK(thrown);
-  CHECK(record.claimed == 0);  // later kernels report afresh
-  tpf::raise_deferred_error(record, names, "cuda:1");
+  // Later kernels report afresh: the record and the flag are clear.
+  CHECK(record.claimed == 0);
+  CHECK(rearms == 1);
+  CHECK(flag == 0);
+  tpf::raise_deferred_error(record, names, "cuda:1", rearm);
+  CHECK(rearms == 1);
 }
 
 TEST_CASE("the placement log's line for a GPU") {

@@ -33,14 +33,15 @@ std::string deferred_index_message(std::string_view op, long long lo,
 }
 
 void raise_deferred_error(DeferredErrorRecord& record,
-                          const DeferredOpNames& names,
-                          std::string_view device) {
+                          const DeferredOpNames& names, std::string_view device,
+                          const std::function<void()>& rearm) {
   // volatile: the device wrote the record behind the compiler's back.
-  const volatile DeferredErrorRecord& seen = record;
+  volatile DeferredErrorRecord& seen = record;
   if (seen.claimed == 0) return;
   const unsigned int op = seen.op;
   const long long value = seen.value, lo = seen.lo, hi = seen.hi;
-  static_cast<volatile DeferredErrorRecord&>(record).claimed = 0;
+  seen.claimed = 0;
+  rearm();
   throw IndexError(
       deferred_index_message(names.name(op), lo, hi, value, device));
 }

@@ -6,6 +6,7 @@
 // the IndexError the CPU would have thrown at once. No CUDA here, so the
 // bookkeeping and the message are tested on the CPU.
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -15,8 +16,10 @@ namespace tapeflow {
 
 /**
  * The first bad value a kernel found on one device since the last sync.
- * Written by the one kernel thread that moves `claimed` from 0 to 1
- * (atomicCAS), read by the host only after the device's stream is synced.
+ * Written by the one kernel thread that claimed the device's flag (a word
+ * in device memory, so that losing threads do not contend over PCIe):
+ * op, value, lo and hi, a system fence, then `claimed` last, so a host that
+ * sees `claimed` sees the rest. Read by the host after the stream's sync.
  */
 struct DeferredErrorRecord {
   unsigned int claimed;  // 0: nothing to report
@@ -49,11 +52,12 @@ std::string deferred_index_message(std::string_view op, long long lo,
                                    std::string_view device);
 
 /**
- * After the device's work is done: if a kernel reported, clears the record
- * (later kernels report afresh) and throws the IndexError it describes.
+ * After the device's work is done: if a kernel reported, copies the record
+ * out, clears it, calls `rearm` (which clears the device's flag, so that
+ * later kernels report afresh) and throws the IndexError it describes.
  */
 void raise_deferred_error(DeferredErrorRecord& record,
-                          const DeferredOpNames& names,
-                          std::string_view device);
+                          const DeferredOpNames& names, std::string_view device,
+                          const std::function<void()>& rearm);
 
 }  // namespace tapeflow

@@ -36,6 +36,18 @@ class DeviceBackend {
    * kernels reported meanwhile (CUDA: an out-of-range gather index).
    */
   virtual void synchronize(int /*index*/) {}
+  /**
+   * Waits for the work queued on device `index` as synchronize does, but
+   * leaves the data errors its kernels reported to the next synchronize:
+   * for destructors, which must not throw them.
+   */
+  virtual void wait_idle(int /*index*/) {}
+  /**
+   * The queue that carries every kernel and copy of device `index` (CUDA:
+   * its cudaStream_t), for libraries that must order their work with ours
+   * (NCCL); nullptr where there is none.
+   */
+  virtual void* native_stream(int /*index*/) { return nullptr; }
 };
 
 /** The backend installed for `type`, or nullptr (the CPU has none). */

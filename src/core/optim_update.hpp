@@ -1,8 +1,10 @@
 #pragma once
 // The per-element formulas of the fused optimizer updates
 // (optim/apply_ops.hpp), shared by the CPU kernel (cpu/optim_updates.cpp,
-// with V a scalar or an xsimd batch) and the CUDA one, so that both round
-// the same operations in the same order.
+// with V a scalar or an xsimd batch) and the CUDA one, so that both apply
+// the same operations in the same order. nvcc contracts a multiply and an
+// add into one fma where the CPU rounds twice, so the GPU's result may
+// differ in the last bit.
 #include <cmath>
 
 #include "core/host_device.hpp"

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "core/cpu_allocator.hpp"
 #include "core/creation_internal.hpp"
 #include "core/op_error.hpp"
 #include "dist/nccl_api.hpp"
@@ -77,8 +78,12 @@ void* nccl_comm(CommState& c, const Tensor& t, const char* op) {
       fall_back(c, err);
       return nullptr;
     }
-    void* comm =
-        api->init(id, c.size, c.rank, t.device().index, err, sizeof err);
+    // NCCL works on the CUDA backend's stream of the GPU (never destroyed),
+    // after the kernels that wrote its buffers, before those that read them.
+    void* stream =
+        checked_backend(t.device(), op)->native_stream(t.device().index);
+    void* comm = api->init(id, c.size, c.rank, t.device().index, stream, err,
+                           sizeof err);
     if (!all_agree(c, comm != nullptr, op)) {
       fall_back(c, comm ? "another rank could not start it" : err);
       return nullptr;

@@ -12,9 +12,11 @@ extern "C" {
 struct TpfNcclApi {
   /** NCCL's 128-byte unique id, made on one rank and broadcast over MPI. */
   int (*unique_id)(unsigned char id[128], char* err, size_t err_len);
-  /** A communicator of `ranks` ranks on `device`; null on failure. */
+  /** A communicator of `ranks` ranks on `device`; null on failure. Its
+   * calls all run on `stream` (a cudaStream_t): the CUDA backend's stream of
+   * `device`, which every kernel writing their buffers ran on. */
   void* (*init)(const unsigned char id[128], int ranks, int rank, int device,
-                char* err, size_t err_len);
+                void* stream, char* err, size_t err_len);
   /** In place on device memory; `canonical`: send/recv, fold in rank order,
    * then each rank broadcasts its chunk. Blocks until the GPU is done. */
   int (*all_reduce)(void* comm, void* data, int64_t count, int dtype, int op,

@@ -5,6 +5,7 @@
 #include <dlpack/dlpack.h>
 
 #include <array>
+#include <exception>
 #include <memory>
 #include <string>
 
@@ -107,10 +108,20 @@ Device device_of_dl(DLDevice d) {
  */
 class AdoptedBuffer final : public Allocator {
  public:
-  AdoptedBuffer(void* data, DLManagedTensor* managed)
-      : data_(data), managed_(managed) {}
+  AdoptedBuffer(void* data, DLManagedTensor* managed, Device device)
+      : data_(data), managed_(managed), device_(device) {}
   void* allocate(size_t) override { return data_; }
   void deallocate(void*, size_t) override {
+    // Kernels queued on the GPU may still use the memory, which the
+    // producer may reuse at once: wait for them. Called from a destructor,
+    // so the kernels' data errors stay for the next synchronize, and a failed
+    // wait (a sticky CUDA error, which the next call raises again) is let go.
+    if (!device_.is_cpu()) {
+      try {
+        checked_backend(device_, "from_dlpack")->wait_idle(device_.index);
+      } catch (const std::exception&) {
+      }
+    }
     if (managed_->deleter) managed_->deleter(managed_);
     delete this;
   }
@@ -120,6 +131,7 @@ class AdoptedBuffer final : public Allocator {
  private:
   void* data_;
   DLManagedTensor* managed_;
+  Device device_;
 };
 
 /** The shape, checked (rank, non-negative extents). */
@@ -191,6 +203,11 @@ DLManagedTensor* to_dlpack(const Tensor& t) {
     throw op_error<ValueError>("to_dlpack",
                                "expected a defined tensor, got an empty one");
   const DLDataType dtype = dl_dtype_of(t.dtype());
+  // DLPack 0.6 carries no stream: the consumer may read the memory at once
+  // on any stream, so the kernels writing it must be done.
+  const Device device = t.device();
+  if (!device.is_cpu())
+    checked_backend(device, "to_dlpack")->synchronize(device.index);
   const TensorImpl& impl = *t.impl();
   auto e = std::make_unique<Export>();
   e->storage = impl.storage;
@@ -198,7 +215,6 @@ DLManagedTensor* to_dlpack(const Tensor& t) {
   e->strides = impl.strides;
   DLTensor& dl = e->managed.dl_tensor;
   dl.data = impl.storage->data();
-  const Device device = t.device();
   dl.device = {device.is_cpu() ? kDLCPU : kDLCUDA,
                device.is_cpu() ? 0 : device.index};
   dl.ndim = static_cast<int>(e->shape.size());
@@ -233,7 +249,7 @@ Tensor from_dlpack(DLManagedTensor* managed) {
   void* data = static_cast<char*>(dl.data) + dl.byte_offset;
   if (dtype == DType::bool_ && device.is_cpu())
     check_bool_bytes(static_cast<const uint8_t*>(data), shape, strides, numel);
-  auto owner = std::make_unique<AdoptedBuffer>(data, managed);
+  auto owner = std::make_unique<AdoptedBuffer>(data, managed, device);
   auto base_impl = std::make_shared<TensorImpl>();
   base_impl->storage = std::make_shared<Storage>(static_cast<size_t>(bytes),
                                                  device, owner.get());

@@ -1,0 +1,91 @@
+#pragma once
+// How the CUDA elementwise and reduction kernels cut dense data into 128-bit
+// vectors (llm.c's Packed128: one 16-byte load or store per operand), and
+// how a reduction splits each output's range across blocks. Plain integer
+// math, compiled by g++ too, so the CPU tests check that every element is
+// visited exactly once.
+#include <cstddef>
+#include <cstdint>
+
+#include "core/host_device.hpp"
+
+namespace tapeflow {
+
+/** Elements per 16-byte vector of the widest operand: 4 floats, 2 doubles. */
+TPF_HOST_DEVICE constexpr int vector_width(size_t widest_itemsize) {
+  return widest_itemsize >= 16 ? 1 : static_cast<int>(16 / widest_itemsize);
+}
+
+/** Whether `address` starts a vector of `width` elements of `itemsize`. */
+TPF_HOST_DEVICE constexpr bool vector_aligned(uintptr_t address,
+                                              size_t itemsize, int width) {
+  return address % (itemsize * static_cast<size_t>(width)) == 0;
+}
+
+/**
+ * The elementwise vector kernels count in 32-bit integers (half the
+ * registers and instructions of 64-bit ones); larger tensors take the
+ * general path.
+ */
+TPF_HOST_DEVICE constexpr bool vector_index_fits(int64_t numel) {
+  return numel < (int64_t{1} << 31);
+}
+
+/**
+ * A flat range of `numel` elements as `vectors` whole vectors, elements
+ * [0, vectors * width), then the elements [tail_begin, numel) one at a time.
+ */
+struct VectorSplit {
+  int64_t vectors;
+  int64_t tail_begin;
+};
+TPF_HOST_DEVICE constexpr VectorSplit vector_split(int64_t numel, int width) {
+  const int64_t vectors = numel / width;
+  return {vectors, vectors * width};
+}
+
+/**
+ * How a reduction of K outputs over N elements each splits: output k's
+ * elements [p * chunk, min((p + 1) * chunk, N)) are block (k, p)'s, for p in
+ * [0, parts). chunk is a multiple of the vector width, so no vector straddles
+ * two blocks, and every part is non-empty. It depends on the shape and dtype
+ * only (never on the data or the addresses), so the order of the sums, and
+ * with it every bit of the result, is the same on every run. parts == 1
+ * means one pass; otherwise a second pass reduces the K x parts partials.
+ */
+struct ReducePartition {
+  int64_t parts;
+  int64_t chunk;
+};
+TPF_HOST_DEVICE constexpr ReducePartition reduce_partition(int64_t K, int64_t N,
+                                                           int width,
+                                                           int threads) {
+  // Enough blocks to fill a GPU (~1024), each thread reading >= 4 elements,
+  // within the grid's y limit.
+  constexpr int64_t kTargetBlocks = 1024, kMaxParts = 65535;
+  int64_t parts = kTargetBlocks / (K > 0 ? K : 1);
+  const int64_t by_work = N / (int64_t{4} * threads);
+  if (by_work < parts) parts = by_work;
+  if (parts > kMaxParts) parts = kMaxParts;
+  if (parts < 1) parts = 1;
+  int64_t chunk = (N + parts - 1) / parts;
+  chunk = (chunk + width - 1) / width * width;
+  if (chunk < width) chunk = width;
+  parts = N > 0 ? (N + chunk - 1) / chunk : 1;
+  return {parts, chunk};
+}
+
+/**
+ * The first element of the v-th vector of a block's part: threads take
+ * vectors v = t, t + threads, ... of their part, so a warp's loads are
+ * adjacent, and each thread folds a vector's elements in order. The
+ * scalar path (strided or misaligned input) walks the same elements in the
+ * same order, so both give the same bits.
+ */
+TPF_HOST_DEVICE constexpr int64_t reduce_vector_begin(int64_t part,
+                                                      int64_t chunk, int64_t v,
+                                                      int width) {
+  return part * chunk + v * width;
+}
+
+}  // namespace tapeflow

@@ -1,0 +1,136 @@
+// White-box: the host-side policy and index math of the CUDA kernels that
+// CPU CI can check without a GPU: which cuBLAS arithmetic a matmul gets
+// (core/gemm_compute.hpp) and how the elementwise and reduction kernels cut
+// their work into 16-byte vectors and blocks (core/vector_split.hpp).
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "core/gemm_compute.hpp"
+#include "core/vector_split.hpp"
+#include "support/check.hpp"
+
+namespace tpf = tapeflow;
+using tpf::GemmCompute;
+using P = tpf::config::Float32Precision;
+
+TEST_CASE("float32 matmuls follow the precision setting; float64 never") {
+  CHECK(tpf::gemm_compute(tpf::float32, P::highest) == GemmCompute::f32);
+  CHECK(tpf::gemm_compute(tpf::float32, P::high) == GemmCompute::f32_fast_tf32);
+  CHECK(tpf::gemm_compute(tpf::float32, P::medium) ==
+        GemmCompute::f32_fast_bf16);
+  for (const P p : {P::highest, P::high, P::medium})
+    CHECK(tpf::gemm_compute(tpf::float64, p) == GemmCompute::f64);
+  // The setting the library holds is the one a GPU matmul reads.
+  const P before = tpf::config::float32_matmul_precision();
+  tpf::config::set_float32_matmul_precision("medium");
+  CHECK(tpf::gemm_compute(tpf::float32,
+                          tpf::config::float32_matmul_precision()) ==
+        GemmCompute::f32_fast_bf16);
+  tpf::config::set_float32_matmul_precision(before);
+}
+
+TEST_CASE("a vector holds 16 bytes of the widest operand") {
+  CHECK(tpf::vector_width(4) == 4);   // float4
+  CHECK(tpf::vector_width(8) == 2);   // double2
+  CHECK(tpf::vector_width(1) == 16);  // bool
+  CHECK(tpf::vector_aligned(0x1000, 4, 4));
+  CHECK_FALSE(tpf::vector_aligned(0x1004, 4, 4));
+  CHECK(tpf::vector_aligned(0x1004, 1, 4));  // a bool mask beside floats
+  CHECK_FALSE(tpf::vector_aligned(0x1008, 8, 2));
+  CHECK(tpf::vector_index_fits((int64_t{1} << 31) - 1));
+  CHECK_FALSE(tpf::vector_index_fits(int64_t{1} << 31));
+}
+
+TEST_CASE("the elementwise vectors and tail cover every element once") {
+  for (const int width : {2, 4, 16})
+    for (const int64_t numel : {int64_t{1}, int64_t{3}, int64_t{4}, int64_t{17},
+                                int64_t{1000}, int64_t{4099}}) {
+      CAPTURE(width);
+      CAPTURE(numel);
+      const tpf::VectorSplit s = tpf::vector_split(numel, width);
+      std::vector<int> seen(static_cast<size_t>(numel), 0);
+      for (int64_t v = 0; v < s.vectors; ++v)
+        for (int j = 0; j < width; ++j) ++seen.at(v * width + j);
+      for (int64_t i = s.tail_begin; i < numel; ++i) ++seen.at(i);
+      CHECK(numel - s.tail_begin < width);  // the tail fits the first threads
+      CHECK(
+          std::all_of(seen.begin(), seen.end(), [](int n) { return n == 1; }));
+    }
+}
+
+namespace {
+
+/**
+ * Simulates the reduction kernel's first pass: the elements each
+ * (part, thread) folds, in order, as reduce.cu's loops visit them. The
+ * split is a function of (K, N, width) alone, so this order, and with it
+ * every bit of a sum, is the same on every run.
+ */
+std::vector<std::vector<int64_t>> visits(int64_t N, tpf::ReducePartition s,
+                                         int width, int threads) {
+  std::vector<std::vector<int64_t>> order;
+  for (int64_t p = 0; p < s.parts; ++p) {
+    const int64_t begin = tpf::reduce_vector_begin(p, s.chunk, 0, width);
+    const int64_t end = std::min(begin + s.chunk, N);
+    const int64_t vectors = (end - begin + width - 1) / width;
+    for (int t = 0; t < threads; ++t) {
+      std::vector<int64_t> mine;
+      for (int64_t v = t; v < vectors; v += threads) {
+        const int64_t first = tpf::reduce_vector_begin(p, s.chunk, v, width);
+        for (int64_t r = first; r < std::min(first + width, end); ++r)
+          mine.push_back(r);
+      }
+      order.push_back(mine);
+    }
+  }
+  return order;
+}
+
+}  // namespace
+
+TEST_CASE("a reduction's parts tile each output's range in whole vectors") {
+  constexpr int kThreads = 256;
+  struct Case {
+    int64_t K, N;
+    int width;
+  };
+  const Case cases[] = {{1, 1, 4},
+                        {1, 1023, 4},
+                        {1, 4096, 4},
+                        {1, 1 << 20, 4},
+                        {1, 1 << 20, 2},
+                        {1, 1000003, 4},
+                        {3, 777777, 2},
+                        {64, 1 << 16, 4},
+                        {1024, 4096, 4},
+                        {100000, 7, 4},
+                        {1, int64_t{64} << 20, 4}};
+  for (const Case& c : cases) {
+    CAPTURE(c.K);
+    CAPTURE(c.N);
+    CAPTURE(c.width);
+    const tpf::ReducePartition s =
+        tpf::reduce_partition(c.K, c.N, c.width, kThreads);
+    CHECK(s.parts >= 1);
+    CHECK(s.parts <= 65535);
+    CHECK(s.chunk % c.width == 0);
+    CHECK((s.parts - 1) * s.chunk < c.N);  // no empty part
+    CHECK(s.parts * s.chunk >= c.N);       // nothing left over
+    if (c.N < 4 * kThreads) CHECK(s.parts == 1);
+    // A full sum of 64M floats keeps ~1024 blocks busy, each thread folding
+    // a few vectors.
+    if (c.K == 1 && c.N >= (int64_t{1} << 26)) CHECK(s.parts >= 512);
+    // The second pass reduces the K x parts partials in one part each.
+    CHECK(tpf::reduce_partition(c.K, s.parts, c.width, kThreads).parts == 1);
+    if (c.N > 1 << 22) continue;  // the simulation below is O(N)
+    std::vector<int> seen(static_cast<size_t>(c.N), 0);
+    bool in_order = true;
+    for (const auto& mine : visits(c.N, s, c.width, kThreads)) {
+      in_order &= std::is_sorted(mine.begin(), mine.end());
+      for (int64_t r : mine) ++seen.at(r);
+    }
+    CHECK(in_order);
+    CHECK(std::all_of(seen.begin(), seen.end(), [](int n) { return n == 1; }));
+  }
+}
