@@ -36,7 +36,11 @@ int main(int argc, char** argv) {
 #endif
     }
     nn::Sequential model = samples::mnist_cnn();
-    std::fputs(model.summary({config.batch_size, 1, 28, 28}).c_str(), stdout);
+    {
+      // The summary builds the weights: on the device that trains them.
+      tapeflow::DeviceScope scope(samples::checked_device(config.device));
+      std::fputs(model.summary({config.batch_size, 1, 28, 28}).c_str(), stdout);
+    }
     tapeflow::optim::Adam adam(config.lr);
     return samples::train("mnist_cnn", model, adam, config);
   } catch (const tapeflow::Error& e) {

@@ -1,5 +1,6 @@
 // A soft-margin linear SVM: hinge loss plus an L2 penalty, trained by
-// gradient descent on the 2-D points in samples/data/svm_points.csv.
+// gradient descent on the 2-D points in samples/data/svm_points.csv, on the
+// CPU or a GPU (--device).
 #include <CLI/CLI.hpp>
 #include <fstream>
 #include <iostream>
@@ -7,6 +8,8 @@
 #include <sstream>
 #include <tapeflow/summary.hpp>
 #include <tapeflow/tapeflow.hpp>
+
+#include "common/device.hpp"
 
 namespace tpf = tapeflow;
 
@@ -56,10 +59,18 @@ int main(int argc, char** argv) {
   std::string logdir;
   app.add_option("--logdir", logdir,
                  "write the loss and the accuracy for TensorBoard here");
+  std::string device_name = "cpu";
+  app.add_option("--device", device_name, samples::kDeviceHelp)
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   try {
-    const Points p = read_csv(data);
+    const tpf::Device device = samples::checked_device(device_name);
+    Points p = read_csv(data);
+    p.x = p.x.to(device);
+    p.labels = p.labels.to(device);
+    // The variables and the constants of each step are made on the device.
+    tpf::DeviceScope scope(device);
     tpf::Variable w(tpf::zeros({2, 1}));
     tpf::Variable b(tpf::zeros({1}));
     std::unique_ptr<tpf::summary::FileWriter> writer;
@@ -92,7 +103,7 @@ int main(int argc, char** argv) {
     const auto wv = w.to_vector<float>();
     std::cout << "w = (" << wv[0] << ", " << wv[1]
               << "), b = " << b.item<float>() << ", training accuracy "
-              << accuracy * 100 << "%\n";
+              << accuracy * 100 << "% on " << device << "\n";
     return accuracy > 0.85 ? 0 : 1;
   } catch (const tpf::Error& e) {
     std::cerr << e.what() << "\n";

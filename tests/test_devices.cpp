@@ -37,3 +37,32 @@ TEST_CASE("the CPU is one device and never waits") {
   expect_error<tpf::DeviceError>([] { tpf::synchronize(tpf::Device::cuda(0)); },
                                  "[synchronize] expected");
 }
+
+TEST_CASE("device names parse back to devices") {
+  CHECK(tpf::parse_device("cpu") == tpf::Device::cpu());
+  CHECK(tpf::parse_device("cpu:0") == tpf::Device::cpu());
+  CHECK(tpf::parse_device("cuda") == tpf::Device::cuda(0));
+  CHECK(tpf::parse_device("cuda:3") == tpf::Device::cuda(3));
+  CHECK(tpf::parse_device("cuda:32767") == tpf::Device::cuda(32767));
+  for (const auto d : {tpf::Device::cpu(), tpf::Device::cuda(12)})
+    CHECK(tpf::parse_device(d.str()) == d);
+  // Parsing asks no backend: a device this machine lacks still parses.
+  CHECK(tpf::parse_device("cuda:7").index == 7);
+}
+
+TEST_CASE("malformed device names are ValueErrors, huge indices DeviceErrors") {
+  for (const char* spec : {"", "gpu", "CUDA:0", "cuda:", "cuda:-1", "cuda:1x",
+                           "cuda: 1", " cpu", "cpu:1", "cuda:0:1", "cudax"})
+    expect_error<tpf::ValueError>(
+        [&] { tpf::parse_device(spec); },
+        std::string("[parse_device] expected \"cpu\", \"cpu:0\", \"cuda\" or "
+                    "\"cuda:N\", got \"") +
+            spec + "\"");
+  expect_error<tpf::DeviceError>(
+      [] { tpf::parse_device("cuda:32768"); },
+      "[parse_device] expected a device index in [0, 32767], got 32768");
+  expect_error<tpf::DeviceError>(
+      [] { tpf::parse_device("cuda:99999999999999999999"); },
+      "[parse_device] expected a device index in [0, 32767], got "
+      "99999999999999999999");
+}

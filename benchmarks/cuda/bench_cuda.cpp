@@ -1,30 +1,22 @@
 // tapeflow_bench_cuda: the GPU runtime against raw CUDA in the same run
 // (CUDA.md §7). Cases are `<case>/<impl>`, impl `tapeflow` or `raw` (pinned
-// cudaMemcpyAsync, cudaMalloc/cudaFree on one stream). Every iteration ends
-// in a synchronization, so wall time is what an eager user sees. Exits 0
+// cudaMemcpyAsync, cudaMalloc/cudaFree on one stream, cublasGemmEx). This
+// file: copies (copy_d2d_256MiB/raw is the roof of the elementwise and
+// reduction cases), allocation, small-op latency, and main. Every iteration
+// ends in a synchronization, so wall time is what an eager user sees. Exits 0
 // with a message where no GPU is present (CPU CI, gpu_check's bundle on a
 // machine without one).
-#include <benchmark/benchmark.h>
-#include <cuda_runtime.h>
+#include "bench_cuda.hpp"
 
 #include <cstdio>
 #include <string>
-#include <tapeflow/tapeflow.hpp>
 
 namespace tpf = tapeflow;
+using namespace tapeflow_bench_cuda;
 
 namespace {
 
 constexpr int64_t kMiB = int64_t{1} << 20;
-const tpf::Device gpu0 = tpf::Device::cuda(0);
-
-/** Aborts the benchmark with the CUDA error's text (not the process). */
-bool failed(benchmark::State& state, cudaError_t status, const char* what) {
-  if (status == cudaSuccess) return false;
-  state.SkipWithError(
-      (std::string(what) + ": " + cudaGetErrorString(status)).c_str());
-  return true;
-}
 
 /** Raw CUDA buffers for the baselines, freed at the end of the case. */
 struct Raw {
@@ -160,15 +152,9 @@ std::string size_name(int64_t bytes) {
   return std::to_string(bytes / kMiB) + "MiB";
 }
 
-void register_all(int devices) {
+void register_copy_cases(int devices) {
   using benchmark::kMicrosecond;
   using benchmark::kMillisecond;
-  const auto reg = [](const std::string& name, benchmark::TimeUnit unit,
-                      auto fn, auto... args) {
-    benchmark::RegisterBenchmark(name.c_str(), fn, args...)
-        ->Unit(unit)
-        ->UseRealTime();
-  };
   for (const int64_t bytes : {4 * kMiB, 256 * kMiB}) {
     const std::string s = size_name(bytes);
     const auto unit = bytes > 16 * kMiB ? kMillisecond : kMicrosecond;
@@ -200,7 +186,10 @@ int main(int argc, char** argv) {
   }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  register_all(devices);
+  register_copy_cases(devices);
+  register_op_cases();
+  register_gemm_cases();
+  register_train_cases();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

@@ -1,4 +1,6 @@
 #pragma once
+#include <string_view>
+
 #include "tapeflow/core/device.hpp"
 #include "tapeflow/core/storage.hpp"
 
@@ -17,5 +19,13 @@ void empty_cache(Device device = Device::cpu());
 int device_count(DeviceType type);
 /** Waits for the work queued on `device`; nothing to wait for on the CPU. */
 void synchronize(Device device);
+
+/**
+ * The device a string names, as Device::str() writes it or as PyTorch
+ * spells it: "cpu", "cpu:0", "cuda" (cuda:0) or "cuda:N". ValueError for any
+ * other text; DeviceError for an index above 32767. Whether the device
+ * exists is not checked (device_count tells).
+ */
+Device parse_device(std::string_view spec);
 
 }  // namespace tapeflow

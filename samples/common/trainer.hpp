@@ -1,7 +1,8 @@
 #pragma once
 // The training loop the MNIST samples share: shuffled mini-batches, one
 // optimizer step each, a progress bar, per-epoch test accuracy, checkpoints
-// (--checkpoint-dir, --resume) and a clean stop on Ctrl-C.
+// (--checkpoint-dir, --resume) and a clean stop on Ctrl-C, on the CPU or a
+// GPU (--device).
 #include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
@@ -9,7 +10,9 @@
 #include <functional>
 #include <string>
 #include <tapeflow/tapeflow.hpp>
+#include <tuple>
 
+#include "common/device.hpp"
 #include "common/interrupt.hpp"
 #include "common/progress.hpp"
 #include "common/training_log.hpp"
@@ -54,6 +57,7 @@ struct TrainConfig {
   int64_t train_limit = 0;  // > 0: only the first n training images
   int64_t seed = -1;        // >= 0: weights, shuffles and dropout repeat
   std::string precision = "highest";
+  std::string device = "cpu";  // cpu or cuda:N (--device)
   bool distributed = false;
   std::string logdir;   // TensorBoard event files (rank 0)
   std::string profile;  // Chrome-trace file of every op (rank 0)
@@ -89,6 +93,7 @@ inline void add_flags(CLI::App& app, TrainConfig& c) {
   app.add_option("--profile", c.profile,
                  "profile every op of the training: a Chrome trace to this "
                  "file and a table per op");
+  app.add_option("--device", c.device, kDeviceHelp)->capture_default_str();
 }
 
 inline double peak_rss_mb() {
@@ -97,9 +102,12 @@ inline double peak_rss_mb() {
   return usage.ru_maxrss / 1024.0;
 }
 
-/** Fraction of `data` the model (in inference mode) classifies correctly. */
-inline double accuracy(tpf::nn::Module& model,
-                       const tpf::io::MnistBytes& data) {
+/**
+ * Fraction of `data` the model (in inference mode, on `device`) classifies
+ * correctly.
+ */
+inline double accuracy(tpf::nn::Module& model, const tpf::io::MnistBytes& data,
+                       tpf::Device device) {
   tpf::NoGradGuard no_grad;
   const bool was_training = model.is_training();
   model.eval();
@@ -108,8 +116,8 @@ inline double accuracy(tpf::nn::Module& model,
   constexpr int64_t kBatch = 250;  // activations of a bigger batch cost RSS
   for (int64_t begin = 0; begin < n; begin += kBatch) {
     const int64_t size = std::min<int64_t>(kBatch, n - begin);
-    const auto x = data.images(begin, size);
-    const auto y = tpf::slice(data.labels, {begin}, {size});
+    const auto x = data.images(begin, size).to(device);
+    const auto y = tpf::slice(data.labels, {begin}, {size}).to(device);
     correct +=
         tpf::sum(tpf::equal(tpf::argmax(model(x), 1), y)).item<int64_t>();
   }
@@ -120,9 +128,32 @@ inline double accuracy(tpf::nn::Module& model,
   return double(correct) / double(n);
 }
 
+using Batch = std::tuple<tpf::Tensor, tpf::Tensor>;  // images, labels
+
+/**
+ * An epoch's (images, labels) batches: step s takes `rows` images from
+ * position s * stride + offset of `order`. On the CPU each batch is drawn
+ * when the step asks for it; on another device the pipeline's thread draws
+ * the next ones and copies them there while the step computes.
+ */
+inline tpf::data::Dataset<Batch> epoch_batches(const tpf::io::MnistBytes& set,
+                                               const tpf::Tensor& order,
+                                               int64_t steps, int64_t stride,
+                                               int64_t offset, int64_t rows,
+                                               tpf::Device device) {
+  const auto batches = tpf::data::range(steps).map(
+      [&set, order, stride, offset, rows](const tpf::Tensor& s) {
+        const auto idx =
+            tpf::slice(order, {s.item<int64_t>() * stride + offset}, {rows});
+        return Batch{set.images(idx), tpf::gather(set.labels, idx)};
+      });
+  return device.is_cpu() ? batches : batches.prefetch_to_device(device, 2);
+}
+
 /** Trains `model` with `optimizer` as `c` says; returns the exit status. */
 inline int train(const std::string& title, tpf::nn::Module& model,
                  tpf::optim::Optimizer& optimizer, const TrainConfig& c) {
+  const tpf::Device device = checked_device(c.device);
   if (c.threads > 0) tpf::config::set_intra_op_threads(c.threads);
   tpf::config::set_float32_matmul_precision(c.precision);
   install_interrupt_handler();
@@ -138,15 +169,16 @@ inline int train(const std::string& title, tpf::nn::Module& model,
   const Replication& rep = c.replication;
   const int64_t local_batch = c.batch_size / rep.ranks;
   {
-    tpf::NoGradGuard no_grad;  // builds the weights from one batch's shape
-    model(train_set.images(0, std::min(c.batch_size, n)));
+    // Builds the weights from one batch's shape, on that batch's device.
+    tpf::NoGradGuard no_grad;
+    model(train_set.images(0, std::min(c.batch_size, n)).to(device));
   }
   std::printf(
-      "%s: %lld training and %lld test images, %lld parameters, %d threads, "
-      "%s float32 precision, %d rank%s\n",
+      "%s: %lld training and %lld test images, %lld parameters, %s, %d "
+      "threads, %s float32 precision, %d rank%s\n",
       title.c_str(), static_cast<long long>(n),
       static_cast<long long>(test_set.size()),
-      static_cast<long long>(model.count_params()),
+      static_cast<long long>(model.count_params()), device.str().c_str(),
       tpf::config::intra_op_threads(), c.precision.c_str(), rep.ranks,
       rep.ranks == 1 ? "" : "s");
 
@@ -187,12 +219,13 @@ inline int train(const std::string& title, tpf::nn::Module& model,
         "epoch " + std::to_string(epoch + 1) + "/" + std::to_string(c.epochs),
         steps_per_epoch, c.batch_size);
     double running = 0;
+    auto batches =
+        epoch_batches(train_set, order, steps_per_epoch, c.batch_size,
+                      rep.rank * local_batch, local_batch, device)
+            .make_iterator();
     for (int64_t step = 0; step < steps_per_epoch; ++step) {
       if (rep.reseed) rep.reseed(epoch, optimizer.iterations());
-      const auto idx = tpf::slice(
-          order, {step * c.batch_size + rep.rank * local_batch}, {local_batch});
-      const auto x = train_set.images(idx);
-      const auto y = tpf::gather(train_set.labels, idx);
+      const auto [x, y] = *batches.get_next();
       tpf::GradientTape tape;
       const auto loss = tpf::mean(
           tpf::nn::sparse_softmax_cross_entropy_with_logits(y, model(x)));
@@ -217,7 +250,7 @@ inline int train(const std::string& title, tpf::nn::Module& model,
       }
     }
     seconds += progress.finish();
-    test_accuracy = accuracy(model, test_set);
+    test_accuracy = accuracy(model, test_set, device);
     log.epoch(optimizer.iterations(), "test/accuracy", test_accuracy, model);
     std::printf("epoch %d: loss %.4f, test accuracy %.2f%%\n", epoch + 1,
                 running, 100 * test_accuracy);

@@ -1,5 +1,6 @@
 // Device enumeration and synchronization, and the visible-device list the
 // CUDA driver reads at its initialization (CUDA.md §3).
+#include <charconv>
 #include <cstdlib>
 #include <exception>
 #include <set>
@@ -30,6 +31,33 @@ int device_count(DeviceType type) {
 void synchronize(Device device) {
   if (device.is_cpu()) return;
   checked_backend(device, "synchronize")->synchronize(device.index);
+}
+
+Device parse_device(std::string_view spec) {
+  constexpr const char* op = "parse_device";
+  const auto bad = [&]() -> Device {
+    throw op_error<ValueError>(
+        op, "expected \"cpu\", \"cpu:0\", \"cuda\" or \"cuda:N\", got \"", spec,
+        "\"");
+  };
+  const size_t colon = spec.find(':');
+  const std::string_view type = spec.substr(0, colon);
+  if (type != "cpu" && type != "cuda") return bad();
+  int index = 0;
+  if (colon != std::string_view::npos) {
+    // Digits only: from_chars alone would take "cuda:-1" or "cuda:1x".
+    const std::string_view digits = spec.substr(colon + 1);
+    if (digits.empty() ||
+        digits.find_first_not_of("0123456789") != std::string_view::npos)
+      return bad();
+    const auto [end, error] =
+        std::from_chars(digits.data(), digits.data() + digits.size(), index);
+    if (error == std::errc::result_out_of_range || index > INT16_MAX)
+      throw op_error<DeviceError>(op, "expected a device index in [0, ",
+                                  INT16_MAX, "], got ", digits);
+  }
+  if (type == "cpu") return index == 0 ? Device::cpu() : bad();
+  return Device::cuda(index);
 }
 
 namespace config {

@@ -6,6 +6,7 @@
 #include "tapeflow/data/batch_transforms.hpp"
 #include "tapeflow/data/dataset_core.hpp"
 #include "tapeflow/data/interleave.hpp"
+#include "tapeflow/data/prefetch_to_device.hpp"
 #include "tapeflow/data/transforms.hpp"
 
 namespace tapeflow::data {

@@ -168,6 +168,15 @@ class Dataset {
    */
   Dataset prefetch(int64_t buffer_size) const;
   /**
+   * prefetch() that also copies each element's tensors (a Tensor, the
+   * Tensors of a tuple or vector; other values as they are) to `device` on
+   * its background thread, so host-to-device copies overlap the consumer's
+   * compute (tf.data.experimental.prefetch_to_device). Put it last: the
+   * elements come out on `device`. A failed copy (no such device) comes out
+   * of get_next() at that element's place.
+   */
+  Dataset prefetch_to_device(Device device, int64_t buffer_size = 1) const;
+  /**
    * Skips the elements whose production threw DataLossError or IOError (a
    * corrupt record, an unreadable file); every other error still comes out.
    */

@@ -1,0 +1,100 @@
+// Elementwise ops and reductions over 64M floats (256 MiB per operand, far
+// beyond any L2), whose roof is copy_d2d_256MiB/raw in the same run (CUDA.md
+// §7: elementwise >= 85% of its bytes/s, reductions >= 80%). bytes/s counts
+// every operand read or written once. Each iteration ends in
+// tpf::synchronize, so the time is what an eager program waits.
+#include "bench_cuda.hpp"
+
+namespace tpf = tapeflow;
+
+namespace tapeflow_bench_cuda {
+namespace {
+
+constexpr int64_t kSide = 8192;  // kSide^2 = 64M elements
+constexpr int64_t kElements = kSide * kSide;
+
+enum class Elementwise { add, exp, broadcast_add, strided_add };
+
+/** The op, and how many 4-byte operands it streams per element. */
+struct Case {
+  const char* name;
+  Elementwise op;
+  int operands;
+};
+constexpr Case kCases[] = {
+    {"add_64M", Elementwise::add, 3},
+    {"exp_64M", Elementwise::exp, 2},
+    // A row (32 KiB, cached) added to every row: the non-flat index path.
+    {"broadcast_add_64M", Elementwise::broadcast_add, 2},
+    // One operand read through a transpose: the strided index path.
+    {"strided_add_64M", Elementwise::strided_add, 3},
+};
+
+tpf::Tensor run(Elementwise op, const tpf::Tensor& a, const tpf::Tensor& b,
+                const tpf::Tensor& row) {
+  switch (op) {
+    case Elementwise::add:
+      return a + b;
+    case Elementwise::exp:
+      return tpf::exp(a);
+    case Elementwise::broadcast_add:
+      return a + row;
+    case Elementwise::strided_add:
+      return tpf::transpose(a) + b;
+  }
+  return {};
+}
+
+void elementwise_tapeflow(benchmark::State& state, Case c) {
+  tpf::manual_seed(42);
+  const auto a =
+      tpf::random_uniform({kSide, kSide}, -1.0, 1.0, tpf::float32, gpu0);
+  const auto b =
+      tpf::random_uniform({kSide, kSide}, -1.0, 1.0, tpf::float32, gpu0);
+  const auto row = tpf::random_uniform({kSide}, -1.0, 1.0, tpf::float32, gpu0);
+  // Warm-up: the arena holds the output's block from here on.
+  (void)run(c.op, a, b, row);
+  tpf::synchronize(gpu0);
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(run(c.op, a, b, row));
+    tpf::synchronize(gpu0);
+  }
+  state.SetBytesProcessed(state.iterations() * c.operands * 4 * kElements);
+}
+
+enum class Reduction { sum, max };
+
+void reduce_tapeflow(benchmark::State& state, Reduction op) {
+  tpf::manual_seed(42);
+  const auto a = tpf::random_uniform({kElements}, 0.0, 1.0, tpf::float32, gpu0);
+  const auto reduce = [&] {
+    return op == Reduction::sum ? tpf::sum(a) : tpf::max(a);
+  };
+  // Mean of U(0, 1) is 0.5 and its max just below 1: a gross error in the
+  // split shows here.
+  const double value = reduce().cpu().item<double>();
+  const double expected = op == Reduction::sum ? 0.5 * double(kElements) : 1.0;
+  if (std::abs(value - expected) > 0.01 * expected) {
+    state.SkipWithError("reduction: result far from its expected value");
+    return;
+  }
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(reduce());
+    tpf::synchronize(gpu0);
+  }
+  state.SetBytesProcessed(state.iterations() * 4 * kElements);
+}
+
+}  // namespace
+
+void register_op_cases() {
+  for (const Case& c : kCases)
+    reg(std::string(c.name) + "/tapeflow", benchmark::kMillisecond,
+        elementwise_tapeflow, c);
+  reg("sum_64M/tapeflow", benchmark::kMillisecond, reduce_tapeflow,
+      Reduction::sum);
+  reg("max_64M/tapeflow", benchmark::kMillisecond, reduce_tapeflow,
+      Reduction::max);
+}
+
+}  // namespace tapeflow_bench_cuda
