@@ -48,8 +48,12 @@ pack() {
   # Libraries outside glibc, the C++ runtime and CUDA: the GPU machine may
   # not have them (oneDNN, BLAS/LAPACK, libzip, protobuf, OpenMP, ...).
   local skip='^(linux-vdso|ld-linux|libc|libm|libdl|librt|libpthread|libgcc_s|libstdc\+\+|libcuda|libcudart|libcublas|libcublasLt|libnvrtc|libnccl)\.'
+  # Debian's reference BLAS and LAPACK where present: where OpenBLAS is the
+  # alternative (the benchmark peers install it), libblas.so.3 would bring
+  # its 36 MB into the bundle, and only CPU-side float64 tests use BLAS.
+  local reference_blas=/usr/lib/x86_64-linux-gnu/blas:/usr/lib/x86_64-linux-gnu/lapack
   for f in "$stage"/bin/* "$stage"/lib/*; do
-    LD_LIBRARY_PATH="$stage/lib" ldd "$f" | awk '$3 ~ /^\// {print $1, $3}'
+    LD_LIBRARY_PATH="$stage/lib:$reference_blas" ldd "$f" | awk '$3 ~ /^\// {print $1, $3}'
   done | sort -u | while read -r name path; do
     [[ $name =~ $skip ]] || [[ -e $stage/lib/$name ]] || cp -L "$path" "$stage/lib/$name"
   done
