@@ -329,27 +329,41 @@ bool gemm_reads_in_place(const ConvGeometry& g) {
          !tpf::im2col_forward(g, 0, 0, 1, false).empty();
 }
 
-}  // namespace
-
-TEST_CASE("implicit GEMM blocks: every geometry, layout and split") {
-  int64_t runs = 0;
-  for (const Case& c : all_cases())
+/**
+ * body(problem, filter_last) for every case `keep` accepts, in every
+ * layout, where the kernels have work (case and layout captured for a
+ * failure's message).
+ */
+template <class Body>
+void for_each_problem(
+    Body&& body, bool (*keep)(const Case&) = [](const Case&) { return true; }) {
+  for (const Case& c : all_cases()) {
+    if (!keep(c)) continue;
     for (const auto& [act_last, filter_last] : kLayouts) {
       CAPTURE(c.name);
       CAPTURE(act_last);
       CAPTURE(filter_last);
       const Problem p = problem(c, act_last, filter_last);
-      if (!has_work(p)) continue;
-      for (int64_t splits : {int64_t{1}, int64_t{3}, chosen_wgrad_splits(p.g)})
-        for (bool bias : {false, true}) {
-          CAPTURE(splits);
-          CAPTURE(bias);
-          Operands<double> t(p);
-          const Results r = by_implicit(t, splits, bias);
-          check_results(bias ? with_bias(p, t.bias_values) : p, r);
-          ++runs;
-        }
+      if (has_work(p)) body(p, filter_last);
     }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("implicit GEMM blocks: every geometry, layout and split") {
+  int64_t runs = 0;
+  for_each_problem([&](const Problem& p, bool) {
+    for (int64_t splits : {int64_t{1}, int64_t{3}, chosen_wgrad_splits(p.g)})
+      for (bool bias : {false, true}) {
+        CAPTURE(splits);
+        CAPTURE(bias);
+        Operands<double> t(p);
+        const Results r = by_implicit(t, splits, bias);
+        check_results(bias ? with_bias(p, t.bias_values) : p, r);
+        ++runs;
+      }
+  });
   CHECK(runs > 500);
 }
 
@@ -389,67 +403,50 @@ TEST_CASE("implicit GEMM staging: each shared element has one writer") {
 
 TEST_CASE("depthwise kernels: every one-channel-per-group geometry") {
   int64_t runs = 0;
-  for (const Case& c : all_cases()) {
-    if (c.w[1] != 1) continue;
-    for (const auto& [act_last, filter_last] : kLayouts) {
-      CAPTURE(c.name);
-      CAPTURE(act_last);
-      CAPTURE(filter_last);
-      const Problem p = problem(c, act_last, filter_last);
-      if (!has_work(p)) continue;
-      for (int64_t slices : {0, 1, 3}) {
-        CAPTURE(slices);
-        Operands<double> t(p);
-        const Results r = by_depthwise(t, slices, slices == 3);
-        check_results(slices == 3 ? with_bias(p, t.bias_values) : p, r);
-        ++runs;
-      }
-    }
-  }
+  for_each_problem(
+      [&](const Problem& p, bool) {
+        for (int64_t slices : {0, 1, 3}) {
+          CAPTURE(slices);
+          Operands<double> t(p);
+          const Results r = by_depthwise(t, slices, slices == 3);
+          check_results(slices == 3 ? with_bias(p, t.bias_values) : p, r);
+          ++runs;
+        }
+      },
+      [](const Case& c) { return c.w[1] == 1; });
   CHECK(runs >= 40);
 }
 
 TEST_CASE("1x1 GEMM calls: every 1x1 geometry") {
   int64_t runs = 0;
-  for (const Case& c : all_cases())
-    for (const auto& [act_last, filter_last] : kLayouts) {
-      CAPTURE(c.name);
-      CAPTURE(act_last);
-      CAPTURE(filter_last);
-      const Problem p = problem(c, act_last, filter_last);
-      if (!has_work(p) || !is_1x1(p.g)) continue;
-      REQUIRE(gemm_reads_in_place(p.g));
-      for (bool bias : {false, true}) {
-        Operands<double> t(p);
-        const Results r = by_gemm_1x1(t, bias);
-        check_results(bias ? with_bias(p, t.bias_values) : p, r);
-        ++runs;
-      }
+  for_each_problem([&](const Problem& p, bool) {
+    if (!is_1x1(p.g)) return;
+    REQUIRE(gemm_reads_in_place(p.g));
+    for (bool bias : {false, true}) {
+      Operands<double> t(p);
+      const Results r = by_gemm_1x1(t, bias);
+      check_results(bias ? with_bias(p, t.bias_values) : p, r);
+      ++runs;
     }
+  });
   CHECK(runs >= 24);
 }
 
 TEST_CASE("im2col GEMM calls: every geometry, layout and chunk") {
   int64_t runs = 0;
-  for (const Case& c : all_cases())
-    for (const auto& [act_last, filter_last] : kLayouts) {
-      CAPTURE(c.name);
-      CAPTURE(act_last);
-      CAPTURE(filter_last);
-      const Problem p = problem(c, act_last, filter_last);
-      if (!has_work(p)) continue;
-      if (!gemm_reads_in_place(p.g)) {
-        CHECK(filter_last);  // cuda/conv.cu copies it channels-first
-        continue;
-      }
-      for (int64_t chunk : {int64_t{1}, int64_t{2}, p.g.n}) {
-        CAPTURE(chunk);
-        Operands<double> t(p);
-        const Results r = by_im2col(t, chunk, chunk == 2);
-        check_results(chunk == 2 ? with_bias(p, t.bias_values) : p, r);
-        ++runs;
-      }
+  for_each_problem([&](const Problem& p, bool filter_last) {
+    if (!gemm_reads_in_place(p.g)) {
+      CHECK(filter_last);  // cuda/conv.cu copies it channels-first
+      return;
     }
+    for (int64_t chunk : {int64_t{1}, int64_t{2}, p.g.n}) {
+      CAPTURE(chunk);
+      Operands<double> t(p);
+      const Results r = by_im2col(t, chunk, chunk == 2);
+      check_results(chunk == 2 ? with_bias(p, t.bias_values) : p, r);
+      ++runs;
+    }
+  });
   CHECK(runs > 300);
 }
 
