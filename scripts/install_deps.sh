@@ -11,6 +11,7 @@ packages=(
   g++ meson ninja-build pkg-config cmake python3
   xtl-dev libxsimd-dev libxtensor-dev libxtensor-blas-dev
   libdnnl-dev liblapack-dev libblas-dev
+  libxsmm-dev                  # small matrix products (src/cpu/libxsmm)
   doctest-dev libbenchmark-dev libcli11-dev
   libzip-dev zlib1g-dev        # tpf::io: .npz archives, gzipped IDX files
   libpng-dev                   # tpf::summary: image summaries as PNG

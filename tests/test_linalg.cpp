@@ -100,6 +100,57 @@ TEST_CASE("batched matmul broadcasts batch axes") {
   CHECK_CLOSE(prod, tpf::transpose(prod), 1e-5, 1e-4);
 }
 
+TEST_CASE("matmul on every operand layout, below and above the small bound") {
+  // Products up to 64^3 multiply-adds run through LIBXSMM, larger ones through
+  // oneDNN (float32) or BLAS (float64): each layout of each operand, a row
+  // stride wider than the row, and a broadcast batch, on both sides.
+  auto draw = [](const tpf::Shape& shape, uint64_t seed) {
+    return tpf::stateless_random_uniform(shape, seed, -1.0, 1.0, tpf::float64);
+  };
+  // An (rows, cols) operand with the same values in each layout.
+  auto layouts = [&](int64_t rows, int64_t cols, uint64_t seed) {
+    const auto wide = draw({rows, cols + 3}, seed);
+    const auto m = tpf::slice(wide, {0, 0}, {rows, cols});  // ld = cols + 3
+    const auto tall = tpf::transpose(draw({cols, rows + 2}, seed + 1));
+    const auto t = tpf::slice(tall, {0, 0}, {rows, cols});  // column-major
+    return std::vector<std::pair<const char*, tpf::Tensor>>{
+        {"contiguous", m.contiguous()},
+        {"row-major with a gap", m},
+        {"column-major", tpf::transpose(tpf::transpose(t).contiguous())},
+        {"column-major with a gap", t}};
+  };
+  const int64_t shapes[][3] = {{32, 64, 64}, {1, 7, 5},    {9, 1, 4},
+                               {64, 64, 64}, {65, 64, 64}, {70, 70, 70}};
+  for (const auto& [M, N, K] : shapes) {
+    for (const auto& [a_name, a] : layouts(M, K, 10)) {
+      for (const auto& [b_name, b] : layouts(K, N, 20)) {
+        CAPTURE(M);
+        CAPTURE(N);
+        CAPTURE(K);
+        CAPTURE(a_name);
+        CAPTURE(b_name);
+        const auto ref = tpf::reshape(
+            reference_matmul(tpf::reshape(a.contiguous(), {1, M, K}),
+                             tpf::reshape(b.contiguous(), {1, K, N})),
+            {M, N});
+        CHECK_CLOSE(tpf::matmul(a, b), ref, 1e-12, 1e-12);
+        CHECK_CLOSE(tpf::matmul(a.cast(tpf::float32), b.cast(tpf::float32))
+                        .cast(tpf::float64),
+                    ref, 1e-5, 1e-5);
+      }
+    }
+  }
+  // A batch of 3 x 2 small products, b broadcast over the first axis.
+  const auto a = draw({3, 2, 5, 4}, 30), b = draw({2, 4, 6}, 31);
+  const auto b6 =
+      tpf::reshape(tpf::broadcast_to(b, {3, 2, 4, 6}).contiguous(), {6, 4, 6});
+  const auto ref = tpf::reshape(
+      reference_matmul(tpf::reshape(a, {6, 5, 4}), b6), {3, 2, 5, 6});
+  CHECK_CLOSE(tpf::matmul(a, b), ref, 1e-12, 1e-12);
+  CHECK_CLOSE(tpf::matmul(a, tpf::transpose(b, {0, 2, 1}), false, true), ref,
+              1e-12, 1e-12);
+}
+
 TEST_CASE("batched inverse and determinant gradients") {
   const auto eye = tpf::eye(3, 3, tpf::float64);
   const auto x = uniform64({2, 3, 3}, -0.3, 0.3) + eye * 2.0;

@@ -64,7 +64,7 @@ TEST_CASE(
   CHECK(ev[2].input_shapes == std::vector<tpf::Shape>{{2, 3}, {3, 2}});
   CHECK(ev[0].backend == "xsimd");
   CHECK(ev[1].backend == "view");
-  CHECK(ev[2].backend == "onednn");
+  CHECK(ev[2].backend == "libxsmm/onednn");
   // Outputs: 2x3, a view (no memory), 2x2 float32.
   CHECK(ev[0].bytes_allocated == 24);
   CHECK(ev[1].bytes_allocated == 0);

@@ -1,5 +1,7 @@
-// matmul: float32 through oneDNN (primitives cached by shapes, strides and
-// operand type), float64 through BLAS dgemm (oneDNN has no f64 matmul on CPU).
+// matmul: products of up to 64^3 multiply-adds per matrix through LIBXSMM
+// (cpu/libxsmm/small_matmul.cpp), larger float32 ones through oneDNN
+// (primitives cached by shapes, strides and operand type), larger float64 ones
+// through BLAS dgemm (oneDNN has no f64 matmul on CPU).
 // Under float32 precision `medium` both operands are converted to bfloat16 in
 // their own layouts (converting into the primitive's preferred blocked weights
 // costs more than the bfloat16 product saves at batch 64); the product stays
@@ -14,6 +16,8 @@
 
 #include "core/creation_internal.hpp"
 #include "cpu/bf16_convert.hpp"
+#include "cpu/libxsmm/small_matmul.hpp"
+#include "cpu/matrix_layout.hpp"
 #include "cpu/onednn/common.hpp"
 #include "cpu/onednn/converted_operand.hpp"
 #include "cpu/onednn/precision.hpp"
@@ -25,18 +29,8 @@ namespace {
 
 using onednn::engine;
 
-/** True if the last two axes are row- or column-major (any leading dim). */
-bool plain_matrix(const Tensor& t) {
-  const int64_t r = t.rank();
-  const int64_t rows = t.shape()[r - 2], cols = t.shape()[r - 1];
-  const int64_t s0 = t.strides()[r - 2], s1 = t.strides()[r - 1];
-  return (s1 == 1 && s0 >= std::max<int64_t>(cols, 1)) ||
-         (s0 == 1 && s1 >= std::max<int64_t>(rows, 1)) || rows == 1 ||
-         cols == 1;
-}
-
 Tensor plain(const Tensor& t) {
-  return plain_matrix(t) ? t : materialize(t);
+  return matrix_layout(t) ? t : materialize(t);
 }
 
 /** Dims then strides of `t` padded to `rank` with broadcast (size-1) axes. */
@@ -132,9 +126,6 @@ struct Prepared {
   dnnl::memory c;
 };
 
-/** Multiply-adds below which a product runs on the calling thread alone. */
-constexpr int64_t kParallelMacs = int64_t{1} << 20;
-
 struct Key {
   std::array<Layout, 3> layouts;
   int64_t rank, threads;
@@ -200,35 +191,19 @@ void matmul_f32(const MatMul& op, const Tensor& a, const Tensor& b,
   if (left) outs.leave(std::move(left));
 }
 
-/** Offset of batch index k of `t` within the broadcast batch shape of out. */
-int64_t batch_offset(const Tensor& t, const Shape& out_batch, int64_t k) {
-  int64_t off = 0;
-  const int64_t lead = out_batch.size() - (t.rank() - 2);
-  for (int64_t i = out_batch.size() - 1; i >= 0; --i) {
-    const int64_t idx = k % out_batch[i];
-    k /= out_batch[i];
-    if (i >= lead && t.shape()[i - lead] != 1)
-      off += idx * t.strides()[i - lead];
-  }
-  return off;
-}
-
 void matmul_f64(const Tensor& a, const Tensor& b, Tensor& out) {
   const int64_t r = out.rank();
   const int64_t M = out.shape()[r - 2], N = out.shape()[r - 1],
                 K = a.shape()[a.rank() - 1];
   Shape batch;
   for (int64_t i = 0; i + 2 < r; ++i) batch.push_back(out.shape()[i]);
-  const auto layout = [](const Tensor& t, int64_t cols) {
-    const int64_t s0 = t.strides()[t.rank() - 2],
-                  s1 = t.strides()[t.rank() - 1];
-    if (s1 == 1 && s0 >= std::max<int64_t>(cols, 1))
-      return std::pair{CblasNoTrans, s0};
-    if (s0 == 1) return std::pair{CblasTrans, std::max<int64_t>(s1, 1)};
-    return std::pair{CblasNoTrans, std::max<int64_t>(cols, 1)};  // a single row
+  // plain() made both operands row- or column-major.
+  const auto layout = [](const Tensor& t) {
+    const MatrixLayout l = *matrix_layout(t);
+    return std::pair{l.column_major ? CblasTrans : CblasNoTrans, l.ld};
   };
-  const auto [ta, lda] = layout(a, K);
-  const auto [tb, ldb] = layout(b, N);
+  const auto [ta, lda] = layout(a);
+  const auto [tb, ldb] = layout(b);
   const double* pa = static_cast<const double*>(a.raw_data());
   const double* pb = static_cast<const double*>(b.raw_data());
   double* pc = static_cast<double*>(out.raw_data());
@@ -248,6 +223,8 @@ void matmul(const MatMul& op, Inputs in, const Outputs& outs) {
                 out.numel() * itemsize(out.dtype()), 0);
     return;
   }
+  const bool bf16 = out.dtype() == float32 && multiply_in_bf16();
+  if (!bf16 && small_matmul(a, b, out)) return;
   if (out.dtype() == float32)
     matmul_f32(op, a, b, outs);
   else
@@ -257,7 +234,7 @@ void matmul(const MatMul& op, Inputs in, const Outputs& outs) {
 }  // namespace
 
 void register_matmul(Registry& r) {
-  r.set<MatMul>(DeviceType::cpu, matmul, "onednn");
+  r.set<MatMul>(DeviceType::cpu, matmul, "libxsmm/onednn");
 }
 
 }  // namespace tapeflow::cpu
