@@ -9,14 +9,21 @@
 namespace tapeflow::cpu {
 namespace {
 
+/**
+ * Calls step<batch>(i) and step<T>(i) over [0, n). `step` should capture its
+ * pointers and constants by value: each thread runs a private copy, whose
+ * fields the compiler then keeps in registers. Read through a reference, they
+ * are reloaded after every store, as xsimd's stores may alias anything.
+ */
 template <class T, class Step>
-void for_each_batch(int64_t n, Step step) {
+void for_each_batch(int64_t n, const Step& step) {
   using B = xsimd::batch<T>;
   constexpr int64_t W = B::size;
   parallel_for(n, kParallelGrain, [&](int64_t begin, int64_t end) {
+    const Step local = step;
     int64_t i = begin;
-    for (; i + W <= end; i += W) step.template operator()<B>(i);
-    for (; i < end; ++i) step.template operator()<T>(i);
+    for (; i + W <= end; i += W) local.template operator()<B>(i);
+    for (; i < end; ++i) local.template operator()<T>(i);
   });
 }
 
@@ -45,7 +52,7 @@ void gradient_descent(const ApplyGradientDescent& op, Inputs in,
     T* w = in[0].data<T>();
     const T* g = in[1].data<T>();
     const T lr = static_cast<T>(op.lr);
-    for_each_batch<T>(in[0].numel(), [&]<class V>(int64_t i) {
+    for_each_batch<T>(in[0].numel(), [=]<class V>(int64_t i) {
       store_at(w + i, gradient_descent_update(load_at<V>(w + i),
                                               load_at<V>(g + i), V(lr)));
     });
@@ -60,7 +67,7 @@ void adam(const ApplyAdam& op, Inputs in, const Outputs&) {
     T* m = in[2].data<T>();
     T* v = in[3].data<T>();
     const AdamConstants<T> k(op.alpha, op.beta_1, op.beta_2, op.epsilon);
-    for_each_batch<T>(in[0].numel(), [&]<class V>(int64_t i) {
+    for_each_batch<T>(in[0].numel(), [=]<class V>(int64_t i) {
       V wi = load_at<V>(w + i), mi = load_at<V>(m + i), vi = load_at<V>(v + i);
       adam_update(wi, load_at<V>(g + i), mi, vi, V(k.alpha), V(k.c1), V(k.c2),
                   V(k.eps));
