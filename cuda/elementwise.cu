@@ -244,6 +244,8 @@ void register_elementwise(Registry& r) {
   r.set<Minimum>(gpu, arithmetic<Minimum, MinF>, "cuda");
   r.set<Maximum>(gpu, arithmetic<Maximum, MaxF>, "cuda");
   r.set<ReluGrad>(gpu, arithmetic<ReluGrad, ReluGradF>, "cuda");
+  r.set<TanhGrad>(gpu, floating_binary<TanhGrad, TanhGradF>, "cuda");
+  r.set<SigmoidGrad>(gpu, floating_binary<SigmoidGrad, SigmoidGradF>, "cuda");
   r.set<Equal>(gpu, compare<Equal, EqF>, "cuda");
   r.set<NotEqual>(gpu, compare<NotEqual, NeF>, "cuda");
   r.set<Less>(gpu, compare<Less, LtF>, "cuda");

@@ -63,6 +63,18 @@ struct DivF {
     return a / b;
   }
 };
+struct TanhGradF {
+  template <class T>
+  __device__ T operator()(T y, T g) const {
+    return g * (T(1) - y * y);
+  }
+};
+struct SigmoidGradF {
+  template <class T>
+  __device__ T operator()(T y, T g) const {
+    return g * y * (T(1) - y);
+  }
+};
 struct PowF {
   template <class T>
   __device__ T operator()(T a, T b) const {

@@ -1,6 +1,8 @@
 // Elementwise ops: forward references, broadcasting, strided inputs, float64
 // gradcheck (one OpCase row each), dtype promotion and bad-input errors.
 #include <cmath>
+#include <cstring>
+#include <limits>
 
 #include "support/check.hpp"
 
@@ -82,6 +84,87 @@ TEST_CASE("unary ops: forward, strided, float32 and gradcheck") {
       unary(
           "sign", tpf::sign, [](double v) { return double((v > 0) - (v < 0)); },
           x23()),
+  };
+  for (const auto& c : cases) testing::run_op_case(c);
+}
+
+TEST_CASE(
+    "float32 tanh: within 5 ulp on a sweep of every binade, exact specials") {
+  // The CPU computes float32 tanh as a rational approximation
+  // (src/cpu/tanh_float.hpp); every 997th float in [2^-126, 12], both signs,
+  // in batches and in the scalar tail alike (an odd length).
+  std::vector<float> xs;
+  for (uint32_t bits = 0x00800000u; bits <= 0x41400000u; bits += 997) {
+    float v;
+    std::memcpy(&v, &bits, sizeof v);
+    xs.push_back(v);
+    xs.push_back(-v);
+  }
+  xs.push_back(1.0f);
+  const auto y =
+      tpf::tanh(tpf::from_vector(xs, {int64_t(xs.size())})).to_vector<float>();
+  const auto ordinal = [](float f) {
+    int32_t i;
+    std::memcpy(&i, &f, sizeof i);
+    return i < 0 ? int64_t{INT32_MIN} - i : int64_t{i};
+  };
+  int64_t worst = 0;
+  float worst_at = 0;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const float want = static_cast<float>(std::tanh(double(xs[i])));
+    const int64_t ulps = std::abs(ordinal(y[i]) - ordinal(want));
+    if (ulps > worst) worst = ulps, worst_at = xs[i];
+  }
+  CAPTURE(worst_at);
+  CHECK(worst <= 5);
+  const float inf = std::numeric_limits<float>::infinity();
+  const auto special =
+      tpf::tanh(
+          tpf::from_vector(std::vector<float>{0.0f, -0.0f, inf, -inf, NAN,
+                                              1e-30f, -3e-4f, 100.0f, -9.5f},
+                           {9}))
+          .to_vector<float>();
+  CHECK(special[0] == 0.0f);
+  CHECK_FALSE(std::signbit(special[0]));
+  CHECK(std::signbit(special[1]));
+  CHECK(special[2] == 1.0f);
+  CHECK(special[3] == -1.0f);
+  CHECK(std::isnan(special[4]));
+  CHECK(special[5] == 1e-30f);
+  CHECK(special[6] == -3e-4f);
+  CHECK(special[7] == 1.0f);
+  CHECK(special[8] == -1.0f);
+}
+
+TEST_CASE(
+    "tanh_grad and sigmoid_grad: the gradient as a function, OpCase rows") {
+  // Each row's function is a first-order gradient, so the harness's
+  // gradcheck checks the fused op's own gradient wrt y and wrt g.
+  const auto first_order = [](tpf::Tensor (*f)(const tpf::Tensor&)) {
+    return [f](const Ts& in) {
+      tpf::GradientTape tape;
+      tape.watch(in[0]);
+      return tape.gradient(tpf::sum(f(in[0]) * in[1]), {in[0]})[0];
+    };
+  };
+  const tpf::Tensor x = x23(), g = pos23();
+  auto expected = [&](double (*rule)(double)) {
+    auto vx = x.to_vector<double>();
+    const auto vg = g.to_vector<double>();
+    for (size_t i = 0; i < vx.size(); ++i) vx[i] = rule(vx[i]) * vg[i];
+    return tpf::from_vector(vx, x.shape());
+  };
+  const std::vector<OpCase> cases = {
+      {"tanh_grad", first_order(tpf::tanh), {x, g}, expected([](double v) {
+         return 1 - std::tanh(v) * std::tanh(v);
+       })},
+      {"sigmoid_grad",
+       first_order(tpf::sigmoid),
+       {x, g},
+       expected([](double v) {
+         const double s = 1 / (1 + std::exp(-v));
+         return s * (1 - s);
+       })},
   };
   for (const auto& c : cases) testing::run_op_case(c);
 }

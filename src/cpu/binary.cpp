@@ -80,6 +80,8 @@ void register_binary(Registry& r) {
   r.set<Minimum>(cpu, arithmetic<Minimum, MinF>, "xsimd");
   r.set<Maximum>(cpu, arithmetic<Maximum, MaxF>, "xsimd");
   r.set<ReluGrad>(cpu, arithmetic<ReluGrad, ReluGradF>, "xsimd");
+  r.set<TanhGrad>(cpu, floating<TanhGrad, TanhGradF>, "xsimd");
+  r.set<SigmoidGrad>(cpu, floating<SigmoidGrad, SigmoidGradF>, "xsimd");
   r.set<Equal>(cpu, compare<Equal, EqF>, "xsimd");
   r.set<NotEqual>(cpu, compare<NotEqual, NeF>, "xsimd");
   r.set<Less>(cpu, compare<Less, LtF>, "xsimd");

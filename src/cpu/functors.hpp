@@ -64,6 +64,20 @@ struct DivF {
     return a / b;
   }
 };
+/** tanh's gradient from its output: g (1 - y^2). */
+struct TanhGradF {
+  template <class T>
+  T operator()(const T& y, const T& g) const {
+    return g * (T(1) - y * y);
+  }
+};
+/** sigmoid's gradient from its output: g y (1 - y). */
+struct SigmoidGradF {
+  template <class T>
+  T operator()(const T& y, const T& g) const {
+    return g * y * (T(1) - y);
+  }
+};
 struct PowF {
   template <class T>
   T operator()(const T& a, const T& b) const {

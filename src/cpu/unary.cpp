@@ -1,6 +1,7 @@
 #include "core/dtype_dispatch.hpp"
 #include "cpu/elementwise_rows.hpp"
 #include "cpu/functors.hpp"
+#include "cpu/tanh_float.hpp"
 #include "ops/elementwise_ops.hpp"
 
 namespace tapeflow::cpu {
@@ -74,8 +75,7 @@ void register_unary(Registry& r) {
                 "xsimd");
   r.set<Sin>(cpu, floating<Sin>([](auto a) { return xsimd::sin(a); }), "xsimd");
   r.set<Cos>(cpu, floating<Cos>([](auto a) { return xsimd::cos(a); }), "xsimd");
-  r.set<Tanh>(cpu, floating<Tanh>([](auto a) { return xsimd::tanh(a); }),
-              "xsimd");
+  r.set<Tanh>(cpu, floating<Tanh>([](auto a) { return cpu_tanh(a); }), "xsimd");
   r.set<Sigmoid>(cpu, floating<Sigmoid>([](auto a) {
                    return one(a) / (one(a) + xsimd::exp(-a));
                  }),

@@ -79,6 +79,23 @@ struct ReluGrad : BinaryOp<ReluGrad> {
   Grads vjp(const VjpArgs& a) const;
 };
 
+/**
+ * tanh's gradient: g (1 - y^2), inputs {y, g}, as TensorFlow's TanhGrad: one
+ * pass where the composite took three ops and two temporaries.
+ */
+struct TanhGrad : BinaryOp<TanhGrad> {
+  static constexpr const char* name = "tanh_grad";
+  static constexpr int save = kSaveInputs;
+  Grads vjp(const VjpArgs& a) const;
+};
+/** sigmoid's gradient: g y (1 - y), inputs {y, g} (TensorFlow's SigmoidGrad).
+ */
+struct SigmoidGrad : BinaryOp<SigmoidGrad> {
+  static constexpr const char* name = "sigmoid_grad";
+  static constexpr int save = kSaveInputs;
+  Grads vjp(const VjpArgs& a) const;
+};
+
 struct Equal : PredicateOp<Equal> {
   static constexpr const char* name = "equal";
   static constexpr bool strings = true;

@@ -95,14 +95,24 @@ Tensor tanh(const Tensor& x) {
   return apply(Tanh{}, {to_floating(x)});
 }
 Grads Tanh::vjp(const VjpArgs& a) const {
-  return {a.grad * (1.0 - a.output() * a.output())};
+  return {apply(TanhGrad{}, {a.output(), a.grad})};
+}
+Grads TanhGrad::vjp(const VjpArgs& a) const {
+  // d/dy of g (1 - y^2) is -2 y g; linear in g.
+  const Tensor &y = a.x(0), &g = a.x(1);
+  return {a.grad * g * y * -2.0, apply(TanhGrad{}, {y, a.grad})};
 }
 
 Tensor sigmoid(const Tensor& x) {
   return apply(Sigmoid{}, {to_floating(x)});
 }
 Grads Sigmoid::vjp(const VjpArgs& a) const {
-  return {a.grad * a.output() * (1.0 - a.output())};
+  return {apply(SigmoidGrad{}, {a.output(), a.grad})};
+}
+Grads SigmoidGrad::vjp(const VjpArgs& a) const {
+  // d/dy of g y (1 - y) is g (1 - 2y); linear in g.
+  const Tensor &y = a.x(0), &g = a.x(1);
+  return {a.grad * g * (1.0 - 2.0 * y), apply(SigmoidGrad{}, {y, a.grad})};
 }
 
 Tensor expm1(const Tensor& x) {
