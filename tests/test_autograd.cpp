@@ -61,6 +61,30 @@ TEST_CASE("output_gradients seed the target's gradient") {
   CHECK_CLOSE(g, tpf::tensor({20.0, 400.0}));
 }
 
+TEST_CASE("output_gradients of another dtype count in the target's") {
+  // Fused gradient ops (tanh_grad, sigmoid_grad, relu_grad) read the seed
+  // in the output's dtype: a float64 seed for a float32 target and back.
+  const double v[] = {0.5, -1.25, 2.0};
+  for (tpf::Tensor (*f)(const tpf::Tensor&) :
+       {&tpf::tanh, &tpf::sigmoid, &tpf::relu}) {
+    for (const auto [x_type, seed_type] :
+         {std::pair{tpf::float32, tpf::float64},
+          std::pair{tpf::float64, tpf::float32}}) {
+      const auto x = tpf::tensor({v[0], v[1], v[2]}).cast(x_type);
+      const auto seed = tpf::tensor({1.0, 10.0, 100.0}).cast(seed_type);
+      tpf::GradientTape tape;
+      tape.watch(x);
+      const auto g = tape.gradient(f(x), {x}, {seed})[0];
+      tpf::GradientTape reference;
+      reference.watch(x);
+      const auto want =
+          reference.gradient(tpf::sum(f(x) * seed.cast(x_type)), {x})[0];
+      CHECK(g.dtype() == x_type);
+      CHECK_CLOSE(g.cast(tpf::float64), want.cast(tpf::float64), 1e-6, 1e-6);
+    }
+  }
+}
+
 TEST_CASE("nested tapes give second derivatives") {
   SUBCASE("x^3 -> 6x") {
     const auto x = tpf::tensor({2.0, -3.0});

@@ -364,7 +364,14 @@ std::vector<Tensor> GradientTape::gradient(const Tensor& target,
       if (!(seed.shape() == target.shape()))
         throw ShapeError("[gradient] expected output_gradients of shape " +
                          target.shape().str() + ", got " + seed.shape().str());
-      grads[target_slot] = seed;
+      if (!(seed.device() == target.device()))
+        throw DeviceError("[gradient] expected output_gradients on " +
+                          target.device().str() + ", got " +
+                          seed.device().str());
+      // Gradient rules see every gradient in its tensor's dtype (fit_to);
+      // a fused one such as TanhGrad reads both inputs in the first's.
+      grads[target_slot] =
+          seed.dtype() == target.dtype() ? seed : cast(seed, target.dtype());
     }
   }
 
