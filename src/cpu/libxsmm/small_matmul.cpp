@@ -6,7 +6,10 @@
 
 #include <libxsmm.h>
 
+#include <atomic>
 #include <climits>
+#include <type_traits>
+#include <unordered_map>
 #include <vector>
 
 #include "cpu/matrix_layout.hpp"
@@ -22,18 +25,56 @@ namespace {
  */
 constexpr int64_t kMaxMnk = LIBXSMM_CONFIG_MAX_MNK;
 
+/**
+ * LIBXSMM keeps the code of every kernel it generates (~8 KiB each) for the
+ * life of the process, one per (shapes, leading dimensions, flags): past
+ * this many distinct requests new ones go to oneDNN, so that a stream of
+ * ever-new shapes (sequence lengths, slices) costs at most ~32 MiB.
+ */
+constexpr int kMaxKernels = 4096;
+
 template <class T>
-auto dispatch(libxsmm_blasint m, libxsmm_blasint n, libxsmm_blasint k,
-              libxsmm_blasint lda, libxsmm_blasint ldb, libxsmm_blasint ldc,
-              int flags) {
-  const T alpha = 1, beta = 0;
-  const int prefetch = LIBXSMM_PREFETCH_NONE;
-  if constexpr (std::is_same_v<T, float>)
-    return libxsmm_smmdispatch(m, n, k, &lda, &ldb, &ldc, &alpha, &beta, &flags,
-                               &prefetch);
-  else
-    return libxsmm_dmmdispatch(m, n, k, &lda, &ldb, &ldc, &alpha, &beta, &flags,
-                               &prefetch);
+using Kernel = std::conditional_t<std::is_same_v<T, float>, libxsmm_smmfunction,
+                                  libxsmm_dmmfunction>;
+
+struct KernelKey {
+  libxsmm_blasint m, n, k, lda, ldb;
+  int flags;
+  bool operator==(const KernelKey&) const = default;
+};
+struct KernelKeyHash {
+  size_t operator()(const KernelKey& key) const {
+    size_t h = 0;
+    for (int64_t v : {int64_t{key.m}, int64_t{key.n}, int64_t{key.k},
+                      int64_t{key.lda}, int64_t{key.ldb}, int64_t{key.flags}})
+      h = h * 0x9e3779b97f4a7c15ull + std::hash<int64_t>()(v);
+    return h;
+  }
+};
+
+/** The kernel for `key` (ldc = m, alpha 1, beta 0), or null past the cap. */
+template <class T>
+Kernel<T> kernel_for(const KernelKey& key) {
+  // Per thread, so that the hot path takes no lock; a shape another thread
+  // asked for counts again, which only makes the cap stricter.
+  thread_local std::unordered_map<KernelKey, Kernel<T>, KernelKeyHash> known;
+  if (const auto it = known.find(key); it != known.end()) return it->second;
+  static std::atomic<int> requested{0};
+  Kernel<T> kernel = nullptr;
+  if (requested.fetch_add(1, std::memory_order_relaxed) < kMaxKernels) {
+    const T alpha = 1, beta = 0;
+    const int prefetch = LIBXSMM_PREFETCH_NONE;
+    if constexpr (std::is_same_v<T, float>)
+      kernel =
+          libxsmm_smmdispatch(key.m, key.n, key.k, &key.lda, &key.ldb, &key.m,
+                              &alpha, &beta, &key.flags, &prefetch);
+    else
+      kernel =
+          libxsmm_dmmdispatch(key.m, key.n, key.k, &key.lda, &key.ldb, &key.m,
+                              &alpha, &beta, &key.flags, &prefetch);
+  }
+  known.emplace(key, kernel);
+  return kernel;
 }
 
 bool fits_blasint(int64_t v) {
@@ -49,9 +90,11 @@ bool run(const Tensor& a, const Tensor& b, Tensor& out, MatrixLayout la,
   // A column-major B lands in the buffer as row-major K x N.
   const int64_t ldb_used = lb.column_major ? N : lb.ld;
   if (!fits_blasint(la.ld) || !fits_blasint(lb.ld)) return false;
-  const auto kernel =
-      dispatch<T>(N, M, K, ldb_used, la.ld, N,
-                  la.column_major ? LIBXSMM_GEMM_FLAG_TRANS_B : 0);
+  // C^T = B^T A^T, column-major: m = N, n = M, ldc = N.
+  const Kernel<T> kernel =
+      kernel_for<T>({libxsmm_blasint(N), libxsmm_blasint(M), libxsmm_blasint(K),
+                     libxsmm_blasint(ldb_used), libxsmm_blasint(la.ld),
+                     la.column_major ? LIBXSMM_GEMM_FLAG_TRANS_B : 0});
   if (!kernel) return false;
   Shape batch;
   for (int64_t i = 0; i + 2 < r; ++i) batch.push_back(out.shape()[i]);
