@@ -1,17 +1,18 @@
 // LIBXSMM multiplies column-major matrices; a row-major C = A B is the
 // column-major C^T = B^T A^T over the same bytes, so B goes first. Its JIT
 // kernels transpose the second operand but not the first: a column-major B
-// is transposed into a per-thread buffer first (libxsmm_otrans).
+// is transposed into a buffer per thread first (libxsmm_otrans).
 #include "cpu/libxsmm/small_matmul.hpp"
 
 #include <libxsmm.h>
 
-#include <atomic>
 #include <climits>
+#include <initializer_list>
+#include <mutex>
 #include <type_traits>
 #include <unordered_map>
-#include <vector>
 
+#include "core/creation_internal.hpp"
 #include "cpu/matrix_layout.hpp"
 #include "cpu/parallel.hpp"
 
@@ -28,7 +29,7 @@ constexpr int64_t kMaxMnk = LIBXSMM_CONFIG_MAX_MNK;
 /**
  * LIBXSMM keeps the code of every kernel it generates (~8 KiB each) for the
  * life of the process, one per (shapes, leading dimensions, flags): past
- * this many distinct requests new ones go to oneDNN, so that a stream of
+ * this many distinct kernels new shapes go to oneDNN, so that a stream of
  * ever-new shapes (sequence lengths, slices) costs at most ~32 MiB.
  */
 constexpr int kMaxKernels = 4096;
@@ -55,13 +56,16 @@ struct KernelKeyHash {
 /** The kernel for `key` (ldc = m, alpha 1, beta 0), or null past the cap. */
 template <class T>
 Kernel<T> kernel_for(const KernelKey& key) {
-  // Per thread, so that the hot path takes no lock; a shape another thread
-  // asked for counts again, which only makes the cap stricter.
-  thread_local std::unordered_map<KernelKey, Kernel<T>, KernelKeyHash> known;
+  // One table for all threads, under a lock: a thread_local one would add to
+  // libtapeflow's static TLS, which LIBXSMM already fills to ~1.5 KiB of
+  // the ~1.6 KiB glibc sets aside for libraries that a host such as Python
+  // dlopens (tapeflow's initial-exec tape state makes the whole block static).
+  static std::mutex mutex;
+  static std::unordered_map<KernelKey, Kernel<T>, KernelKeyHash> known;
+  const std::lock_guard lock(mutex);
   if (const auto it = known.find(key); it != known.end()) return it->second;
-  static std::atomic<int> requested{0};
   Kernel<T> kernel = nullptr;
-  if (requested.fetch_add(1, std::memory_order_relaxed) < kMaxKernels) {
+  if (known.size() < size_t{kMaxKernels}) {
     const T alpha = 1, beta = 0;
     const int prefetch = LIBXSMM_PREFETCH_NONE;
     if constexpr (std::is_same_v<T, float>)
@@ -72,8 +76,8 @@ Kernel<T> kernel_for(const KernelKey& key) {
       kernel =
           libxsmm_dmmdispatch(key.m, key.n, key.k, &key.lda, &key.ldb, &key.m,
                               &alpha, &beta, &key.flags, &prefetch);
+    known.emplace(key, kernel);
   }
-  known.emplace(key, kernel);
   return kernel;
 }
 
@@ -102,15 +106,21 @@ bool run(const Tensor& a, const Tensor& b, Tensor& out, MatrixLayout la,
   const T* pb = static_cast<const T*>(b.raw_data());
   T* pc = static_cast<T*>(out.raw_data());
   const int64_t grain = std::max<int64_t>(1, kParallelMacs / (M * N * K));
+  // One K x N buffer per thread for a column-major B, from the CPU
+  // allocator's cache (no thread_local: see kernel_for).
+  const Tensor scratch =
+      lb.column_major ? empty_tensor(Shape{config::intra_op_threads(), K * N},
+                                     out.dtype(), Device::cpu(), "matmul")
+                      : Tensor();
   parallel_for(batch.numel(), grain, [&](int64_t begin, int64_t end) {
-    thread_local std::vector<T> transposed;  // grows only: no refill per call
-    if (lb.column_major && transposed.size() < size_t(K * N))
-      transposed.resize(K * N);
+    T* transposed = lb.column_major ? static_cast<T*>(scratch.raw_data()) +
+                                          omp_get_thread_num() * K * N
+                                    : nullptr;
     for (int64_t s = begin; s < end; ++s) {
       const T* bs = pb + batch_offset(b, batch, s);
       if (lb.column_major) {
-        libxsmm_otrans(transposed.data(), bs, sizeof(T), K, N, lb.ld, N);
-        bs = transposed.data();
+        libxsmm_otrans(transposed, bs, sizeof(T), K, N, lb.ld, N);
+        bs = transposed;
       }
       kernel(bs, pa + batch_offset(a, batch, s), pc + s * M * N);
     }
