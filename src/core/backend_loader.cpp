@@ -1,6 +1,7 @@
-// Loads the CUDA backend (libtapeflow_cuda.so, beside libtapeflow.so) the
-// first time a CUDA device is asked for: linking cuBLAS costs every process
-// ~0.6 s at start-up, which CPU-only programs must not pay.
+// Loads tapeflow's optional modules from beside libtapeflow.so. The CUDA
+// backend (libtapeflow_cuda.so) comes the first time a CUDA device is asked
+// for: linking cuBLAS costs every process ~0.6 s at start-up, which CPU-only
+// programs must not pay.
 #include "core/backend_loader.hpp"
 
 #include <dlfcn.h>
@@ -29,18 +30,25 @@ std::string library_dir() {
 
 }  // namespace
 
+void* open_module(const char* file, std::string& error) {
+  const std::string beside = library_dir() + file;
+  void* handle = dlopen(beside.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle) return handle;
+  // The first error is the telling one when the module is there but one of
+  // its own libraries is not ("libcublas.so.13: cannot open ...").
+  const char* why = dlerror();
+  error = why ? why : "dlopen failed";
+  handle = dlopen(file, RTLD_NOW | RTLD_LOCAL);
+  if (handle) error.clear();
+  return handle;
+}
+
 void load_cuda_backend() {
   static std::once_flag once;
   std::call_once(once, [] {
     g_attempted = true;
-    void* handle = dlopen((library_dir() + "libtapeflow_cuda.so").c_str(),
-                          RTLD_NOW | RTLD_LOCAL);
-    if (!handle) handle = dlopen("libtapeflow_cuda.so", RTLD_NOW | RTLD_LOCAL);
-    if (!handle) {
-      const char* why = dlerror();
-      g_load_error = why ? why : "dlopen failed";
-      return;
-    }
+    void* handle = open_module("libtapeflow_cuda.so", g_load_error);
+    if (!handle) return;
     using RegisterFn = void (*)(Registry*);
     auto fn =
         reinterpret_cast<RegisterFn>(dlsym(handle, "tapeflow_register_cuda"));

@@ -3,6 +3,14 @@
 
 namespace tapeflow {
 
+/**
+ * dlopens `file` (RTLD_NOW | RTLD_LOCAL) from libtapeflow.so's directory,
+ * else through the library search path; null with dlerror's text in `error`
+ * when neither works. The optional parts of tapeflow live in such modules,
+ * loaded on first use.
+ */
+void* open_module(const char* file, std::string& error);
+
 /** Loads and registers libtapeflow_cuda once; a failure is remembered. */
 void load_cuda_backend();
 /** Why the CUDA backend is not loaded (empty when it is). */
