@@ -208,8 +208,9 @@ void full(const Full& op, Inputs, const Outputs& outs) {
   Tensor& out = outs[0];
   dispatch_all(out.dtype(), Full::name, [&](auto tag) {
     using T = decltype(tag);
-    const T v = std::is_same_v<T, uint8_t> ? T(op.value != 0)
-                                           : static_cast<T>(op.value);
+    // As the CPU converts it (fill.cpp): NaN and out-of-range values into
+    // an integer dtype are no undefined cast.
+    const T v = convert_value<T>(op.value);
     launch_elementwise<1>(out, {}, FillBody<T>{ptr<T>(out), v});
   });
 }

@@ -123,9 +123,11 @@ __global__ void __launch_bounds__(256)
   const int step = int(gridDim.x * blockDim.x);
   for (int v = first; v < vectors; v += step)
     body.vector(int64_t(v) * W, broadcast);
-  // Fewer than W elements are left; the first threads take one each.
-  const int i = tail_begin + first;
-  if (i < numel) {
+  // Fewer than W elements are left; the first threads take one each. The
+  // count is compared first: tail_begin + first overflows int for the
+  // grid's later threads when numel is near 2^31.
+  if (first < numel - tail_begin) {
+    const int i = tail_begin + first;
     int64_t off[N];
     for (int k = 0; k < N; ++k) off[k] = (broadcast >> k) & 1u ? 0 : i;
     body(off);

@@ -2,8 +2,17 @@
 // Elementwise math for device code; CUDA's math headers overload exp, log,
 // ... for float and double alike.
 #include <cstdint>
+#include <type_traits>
 
 namespace tapeflow::cuda {
+
+template <class T>
+__device__ T device_abs(T a) {
+  if constexpr (std::is_floating_point_v<T>)
+    return fabs(a);
+  else
+    return a < T(0) ? -a : a;
+}
 
 /**
  * A unary device functor in one line: TPF_DEVICE_UNARY(ExpF, exp(a)) makes
@@ -22,7 +31,8 @@ TPF_DEVICE_UNARY(ExpF, exp(a));
 TPF_DEVICE_UNARY(LogF, log(a));
 TPF_DEVICE_UNARY(SqrtF, sqrt(a));
 TPF_DEVICE_UNARY(RsqrtF, rsqrt(a));
-TPF_DEVICE_UNARY(AbsF, a < T(0) ? -a : a);
+// fabs: -0.0 becomes +0.0, as on the CPU (xsimd::abs).
+TPF_DEVICE_UNARY(AbsF, device_abs(a));
 TPF_DEVICE_UNARY(SignF, T((a > T(0)) - (a < T(0))));
 TPF_DEVICE_UNARY(SquareF, a* a);
 TPF_DEVICE_UNARY(SinF, sin(a));

@@ -180,7 +180,7 @@ TEST_CASE("random streams on the GPU are the CPU's" *
           doctest::skip(!has_gpu())) {
   for (tpf::DType dt : {tpf::float32, tpf::float64}) {
     CAPTURE(dt);
-    // Uniform: bit for bit (no fused multiply-add on either side).
+    // Uniform: bit for bit (one fused multiply-add on either side).
     tpf::manual_seed(9);
     const auto u = tpf::random_uniform({1 << 16}, -2.0, 5.0, dt, gpu);
     tpf::manual_seed(9);

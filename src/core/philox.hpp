@@ -49,12 +49,17 @@ TPF_HOST_DEVICE inline double unit_double(uint32_t hi, uint32_t lo) {
   return ((uint64_t{hi} << 21) ^ (lo >> 11)) * 0x1.0p-53;
 }
 
-/** lo + span * u, rounded twice on every device (nvcc would fuse an FMA). */
+/**
+ * lo + span * u rounded once (a fused multiply-add) on every device: g++
+ * contracts the plain expression where the build targets FMA and nvcc does
+ * on the GPU, so only an explicit fma gives the same bits everywhere (a
+ * build without FMA instructions computes it in software).
+ */
 TPF_HOST_DEVICE inline double scale_shift(double lo, double span, double u) {
 #ifdef __CUDA_ARCH__
-  return __dadd_rn(lo, __dmul_rn(span, u));
+  return fma(span, u, lo);
 #else
-  return lo + span * u;
+  return std::fma(span, u, lo);
 #endif
 }
 
