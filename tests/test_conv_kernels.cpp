@@ -519,6 +519,11 @@ TEST_CASE("strided_matrix and flat_stride") {
   CHECK(!tpf::flat_stride(nchw, s_sliced, 3));
   const int64_t ones[3] = {1, 1, 1};
   CHECK(tpf::flat_stride(ones, s_sliced, 3) == 1);
+  // Broadcast axes (the gradient of a sum is an all-zero-stride view).
+  const int64_t s_broadcast[3] = {0, 0, 0}, s_rows[3] = {0, 1, 0};
+  CHECK(!tpf::flat_stride(nchw, s_broadcast, 3));
+  CHECK(!tpf::flat_stride(nchw, s_rows, 3));
+  CHECK(tpf::flat_stride(ones, s_broadcast, 3) == 1);
 }
 
 TEST_CASE("split counts: wgrad's implicit GEMM and depthwise filters") {

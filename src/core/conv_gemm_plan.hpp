@@ -65,13 +65,15 @@ inline std::optional<MatrixRef> strided_matrix(ConvBuffer buffer,
 /**
  * The one stride by which `count` nested axes (outermost first) walk as a
  * single flat axis, axes of extent 1 aside (1 when all are); none when
- * they do not nest.
+ * they do not nest or one of them is broadcast (stride 0: the gradient of a
+ * sum is such a view, and cuBLAS would read one element as many).
  */
 inline std::optional<int64_t> flat_stride(const int64_t* extent,
                                           const int64_t* strides, int count) {
   int64_t step = 0, next = 0;
   for (int d = count - 1; d >= 0; --d) {
     if (extent[d] == 1) continue;
+    if (strides[d] == 0) return std::nullopt;
     if (next != 0 && strides[d] != next) return std::nullopt;
     if (next == 0) step = strides[d];
     next = strides[d] * extent[d];

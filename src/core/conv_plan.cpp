@@ -29,6 +29,7 @@ bool reads_as_matrix(const int64_t* extent, const int64_t* strides) {
   int64_t next = 0, innermost = 0;
   for (int d = 2; d >= 0; --d) {
     if (extent[d] == 1) continue;
+    if (strides[2 + d] == 0) return false;  // broadcast: no matrix to read
     if (next != 0 && strides[2 + d] != next) return false;
     if (next == 0) innermost = strides[2 + d];
     next = strides[2 + d] * extent[d];
@@ -99,8 +100,9 @@ int64_t conv_col_budget_bytes(int64_t memory_limit_bytes) {
 int64_t conv_images_per_chunk(const ConvGeometry& g, int64_t element_bytes,
                               int64_t memory_limit_bytes) {
   const int64_t budget = conv_col_budget_bytes(memory_limit_bytes);
-  const int64_t entries = g.cg * g.k_size() * g.out_size();
-  if (entries == 0) return g.n;
+  const int64_t rows = g.cg * g.k_size();
+  if (rows == 0 || g.out_size() == 0) return g.n;  // no col, no work
+  const int64_t entries = (rows + g.og) * g.out_size();
   // Divisions, not a product that could overflow for huge images.
   const int64_t per_image_limit = budget / element_bytes / entries;
   return std::min(g.n, per_image_limit);

@@ -35,12 +35,17 @@ struct ConvChoice {
   int64_t images_per_chunk = 0;
 };
 
-/** Bytes the im2col path may hold in one col buffer under a memory limit. */
+/**
+ * Bytes the im2col path may hold in scratch (its col buffer, and the
+ * filter gradient's gathered dy) under a memory limit.
+ */
 int64_t conv_col_budget_bytes(int64_t memory_limit_bytes);
 
 /**
- * The most images, at most g.n, whose col matrix (cg·∏k rows, P columns per
- * image) fits conv_col_budget_bytes; 0 when not even one image's does.
+ * The most images, at most g.n, whose scratch fits conv_col_budget_bytes:
+ * the col matrix (cg·∏k rows, P columns per image) and the filter
+ * gradient's dy gathered per group (og rows, P columns); 0 when not even
+ * one image's does.
  */
 int64_t conv_images_per_chunk(const ConvGeometry& g, int64_t element_bytes,
                               int64_t memory_limit_bytes);
