@@ -11,6 +11,7 @@
 #include <mutex>
 #include <numeric>
 #include <set>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -52,6 +53,7 @@ class FakeStream final : public tpf::StagingSource {
   }
   Event create_event(int device) override {
     std::lock_guard lock(mu_);
+    if (fail_events) throw std::runtime_error("no event");
     ++ledger_.events;
     return new FakeEvent{device, 0};
   }
@@ -89,6 +91,7 @@ class FakeStream final : public tpf::StagingSource {
     std::lock_guard lock(mu_);
     run_until(queued_.size());
   }
+  bool fail_events = false;  // create_event throws, as cudaEventCreate may
 
  private:
   struct FakeEvent {
@@ -183,6 +186,20 @@ TEST_CASE("large copies go in chunks through two blocks, both ways") {
   CHECK(host == x);
   CHECK(s.staging->stats().num_allocations == 2);
   CHECK(s.staging->stats().held_bytes == 32);
+}
+
+TEST_CASE("a block whose copy failed after its DMA was queued is not reused") {
+  Staging s;
+  const auto first = bytes_from(1, 32), second = bytes_from(100, 32);
+  std::vector<unsigned char> dst1(32), dst2(32);
+  s.stream->fail_events = true;
+  CHECK_THROWS_AS(s.staging->to_device(first.data(), dst1.data(), 32, 0),
+                  std::runtime_error);
+  s.stream->fail_events = false;
+  s.staging->to_device(second.data(), dst2.data(), 32, 0);
+  s.stream->run_all();
+  CHECK(dst1 == first);
+  CHECK(dst2 == second);
 }
 
 TEST_CASE("the cap on pinned bytes: wait for the oldest busy block") {

@@ -333,8 +333,10 @@ BfcArena& DeviceArena::make() {
   if (!arena_) {
     const config::GpuMemoryOptions options = freeze_gpu_memory_options();
     arena_ = std::make_unique<BfcArena>(make_source_(), options);
-    if (on_made_) on_made_(*arena_, options);
+    // Published before the init line: a throw from it (the device's
+    // properties) must not leave an arena that frees cannot reach.
     made_.store(arena_.get(), std::memory_order_release);
+    if (on_made_) on_made_(*arena_, options);
   }
   return *arena_;
 }

@@ -7,6 +7,7 @@
 // DMA is done. Large copies go in chunks through two blocks, so the memcpy
 // of one chunk overlaps the DMA of the other.
 #include <cstddef>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -86,7 +87,13 @@ class PinnedStaging {
   struct Lease {
     PinnedStaging& staging;
     Block* block;
-    ~Lease() { staging.give_back(block); }
+    int unwinding = std::uncaught_exceptions();
+    ~Lease() {
+      // A copy that failed after its DMA was queued (no event recorded, or
+      // an old one) may still use the block: it is never handed out again.
+      if (std::uncaught_exceptions() > unwinding) return;
+      staging.give_back(block);
+    }
   };
 
   /** A block of at least `bytes` whose last DMA is done, leased. */
