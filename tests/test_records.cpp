@@ -94,19 +94,19 @@ TEST_CASE(
   CHECK(io::crc32c("") == 0u);
   // 32 zero bytes: RFC 3720 B.4.
   CHECK(io::crc32c(std::string(32, '\0')) == 0x8A9136AAu);
-  const std::string data = random_bytes(20000, 7);
+  const std::string data = random_bytes(50000, 7);
   std::mt19937 rng(1);
   const bool sse = io::detail::crc32c_has_sse42();
   const bool avx512 = io::detail::crc32c_has_avx512();
   const bool avx2 = io::detail::crc32c_has_avx2_clmul();
   MESSAGE("SSE4.2 + PCLMUL: " << sse << ", AVX-512 VPCLMULQDQ: " << avx512
                               << ", AVX2 VPCLMULQDQ: " << avx2);
-  // Every length up to a few 3-way blocks, at every alignment, and long ones
-  // that use the longest block several times.
+  // Every length up to a few 3-way blocks and folding steps, at every
+  // alignment, and long ones that use the longest block several times.
   std::vector<size_t> lengths;
-  for (size_t n = 0; n <= 600; ++n) lengths.push_back(n);
-  for (size_t n :
-       {1023, 1024, 1025, 1087, 1088, 6143, 6144, 6145, 12289, 19992})
+  for (size_t n = 0; n <= 2100; ++n) lengths.push_back(n);
+  for (size_t n : {6143, 6144, 6145, 12289, 16383, 16384, 16385, 16639, 16640,
+                   16641, 19992, 32775, 49990})
     lengths.push_back(n);
   for (size_t n : lengths) {
     const size_t at = rng() % 8;
