@@ -1,3 +1,6 @@
+#include <limits>
+#include <numbers>
+
 #include "core/dtype_dispatch.hpp"
 #include "cpu/elementwise_rows.hpp"
 #include "cpu/functors.hpp"
@@ -41,6 +44,39 @@ T one(const T&) {
   return T(1);
 }
 
+// Where xsimd's batch math leaves std's results (a scalar goes to std).
+/**
+ * log: xsimd's double log reads a subnormal's exponent field as it is
+ * (log(1e-310) came out -746.5, not -713.8); such lanes are scaled by 2^54
+ * first.
+ */
+template <class T>
+T log_of(const T& a) {
+  if constexpr (!std::is_arithmetic_v<T>) {
+    if constexpr (std::is_same_v<typename T::value_type, double>) {
+      const auto tiny =
+          (a > T(0)) & (a < T(std::numeric_limits<double>::min()));
+      if (xsimd::any(tiny)) [[unlikely]]
+        return xsimd::select(
+            tiny, xsimd::log(a * T(0x1p54)) - T(54 * std::numbers::ln2),
+            xsimd::log(a));
+    }
+  }
+  return xsimd::log(a);
+}
+/** erf: xsimd's double erf is NaN from |a| ~ 1e154 (a * a overflows). */
+template <class T>
+T erf_of(const T& a) {
+  // erf(6) is 1 to within 2e-17: the rounded result from there on.
+  return pick(xsimd::abs(a) > T(6), pick(a > T(0), T(1), T(-1)), xsimd::erf(a));
+}
+/** f(a) that keeps a's zero and its sign (xsimd's expm1 and log1p give +0 for
+ * -0). */
+template <class T, class F>
+T zero_kept(const T& a, F f) {
+  return pick(a == T(0), a, f(a));
+}
+
 }  // namespace
 
 void register_unary(Registry& r) {
@@ -49,7 +85,7 @@ void register_unary(Registry& r) {
   r.set<Neg>(cpu, numeric<Neg>([](auto a) { return wrapping_neg(a); }),
              "xsimd");
   r.set<Exp>(cpu, floating<Exp>([](auto a) { return xsimd::exp(a); }), "xsimd");
-  r.set<Log>(cpu, floating<Log>([](auto a) { return xsimd::log(a); }), "xsimd");
+  r.set<Log>(cpu, floating<Log>([](auto a) { return log_of(a); }), "xsimd");
   r.set<Sqrt>(cpu, floating<Sqrt>([](auto a) { return xsimd::sqrt(a); }),
               "xsimd");
   r.set<Rsqrt>(cpu,
@@ -86,11 +122,15 @@ void register_unary(Registry& r) {
                 return pick(a <= V(0), V(0), a);
               }),
               "xsimd");
-  r.set<Expm1>(cpu, floating<Expm1>([](auto a) { return xsimd::expm1(a); }),
+  r.set<Expm1>(cpu, floating<Expm1>([](auto a) {
+                 return zero_kept(a, [](auto v) { return xsimd::expm1(v); });
+               }),
                "xsimd");
-  r.set<Log1p>(cpu, floating<Log1p>([](auto a) { return xsimd::log1p(a); }),
+  r.set<Log1p>(cpu, floating<Log1p>([](auto a) {
+                 return zero_kept(a, [](auto v) { return xsimd::log1p(v); });
+               }),
                "xsimd");
-  r.set<Erf>(cpu, floating<Erf>([](auto a) { return xsimd::erf(a); }), "xsimd");
+  r.set<Erf>(cpu, floating<Erf>([](auto a) { return erf_of(a); }), "xsimd");
   r.set<Atan>(cpu, floating<Atan>([](auto a) { return xsimd::atan(a); }),
               "xsimd");
   r.set<LogicalNot>(cpu, logical_not, "xsimd");
