@@ -80,6 +80,7 @@ class FakeStream final : public tpf::StagingSource {
   void copy_to_device_async(const void* pinned, void* dst, size_t bytes,
                             int) override {
     std::lock_guard lock(mu_);
+    if (fail_copies) throw std::runtime_error("no copy");
     queued_.push_back([=] { std::memcpy(dst, pinned, bytes); });
   }
   void copy_to_host_async(const void* src, void* pinned, size_t bytes,
@@ -92,6 +93,7 @@ class FakeStream final : public tpf::StagingSource {
     run_until(queued_.size());
   }
   bool fail_events = false;  // create_event throws, as cudaEventCreate may
+  bool fail_copies = false;  // copy_to_device_async throws before queueing
 
  private:
   struct FakeEvent {
@@ -200,6 +202,21 @@ TEST_CASE("a block whose copy failed after its DMA was queued is not reused") {
   s.stream->run_all();
   CHECK(dst1 == first);
   CHECK(dst2 == second);
+  CHECK(s.staging->stats().num_allocations == 2);
+}
+
+TEST_CASE("a block whose copy failed before any DMA is handed out again") {
+  Staging s;
+  const auto data = bytes_from(1, 32);
+  std::vector<unsigned char> dst(32);
+  s.stream->fail_copies = true;
+  CHECK_THROWS_AS(s.staging->to_device(data.data(), dst.data(), 32, 0),
+                  std::runtime_error);
+  s.stream->fail_copies = false;
+  s.staging->to_device(data.data(), dst.data(), 32, 0);
+  s.stream->run_all();
+  CHECK(dst == data);
+  CHECK(s.staging->stats().num_allocations == 1);
 }
 
 TEST_CASE("the cap on pinned bytes: wait for the oldest busy block") {

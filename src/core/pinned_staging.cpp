@@ -136,24 +136,27 @@ void PinnedStaging::to_device(const void* host_src, void* device_dst,
   auto* dst = static_cast<char*>(device_dst);
   if (bytes < limits_.chunked_from) {
     Block* b = acquire(bytes);
-    const Lease lease{*this, b};
+    Lease lease{*this, b};
     std::memcpy(b->data, src, bytes);
     source_->copy_to_device_async(b->data, dst, bytes, device);
+    lease.queued = true;
     mark(b, device);
     return;
   }
   // Two blocks in turn: chunk i waits only for the DMA of chunk i - 2.
   const Chunks chunks{bytes, limits_.chunk};
   Block* ring[2] = {acquire(limits_.chunk), nullptr};
-  const Lease first{*this, ring[0]};
+  Lease first{*this, ring[0]};
   ring[1] = acquire(limits_.chunk);
-  const Lease second{*this, ring[1]};
+  Lease second{*this, ring[1]};
+  Lease* leases[2] = {&first, &second};
   for (size_t i = 0; i < chunks.count(); ++i) {
     Block* b = ring[i % 2];
     if (i >= 2) source_->wait(b->event);
     std::memcpy(b->data, src + chunks.offset(i), chunks.size(i));
     source_->copy_to_device_async(b->data, dst + chunks.offset(i),
                                   chunks.size(i), device);
+    leases[i % 2]->queued = true;
     mark(b, device);
   }
 }
@@ -165,8 +168,9 @@ void PinnedStaging::to_host(const void* device_src, void* host_dst,
   auto* dst = static_cast<char*>(host_dst);
   if (bytes < limits_.chunked_from) {
     Block* b = acquire(bytes);
-    const Lease lease{*this, b};
+    Lease lease{*this, b};
     source_->copy_to_host_async(src, b->data, bytes, device);
+    lease.queued = true;
     mark(b, device);
     source_->wait(b->event);
     std::memcpy(dst, b->data, bytes);
@@ -176,13 +180,15 @@ void PinnedStaging::to_host(const void* device_src, void* host_dst,
   // the DMA of one chunk overlaps the memcpy of the other.
   const Chunks chunks{bytes, limits_.chunk};
   Block* ring[2] = {acquire(limits_.chunk), nullptr};
-  const Lease first{*this, ring[0]};
+  Lease first{*this, ring[0]};
   ring[1] = acquire(limits_.chunk);
-  const Lease second{*this, ring[1]};
+  Lease second{*this, ring[1]};
+  Lease* leases[2] = {&first, &second};
   const auto queue = [&](size_t i) {
     Block* b = ring[i % 2];
     source_->copy_to_host_async(src + chunks.offset(i), b->data, chunks.size(i),
                                 device);
+    leases[i % 2]->queued = true;
     mark(b, device);
   };
   queue(0);

@@ -87,11 +87,12 @@ class PinnedStaging {
   struct Lease {
     PinnedStaging& staging;
     Block* block;
+    bool queued = false;  // a DMA on the block was queued
     int unwinding = std::uncaught_exceptions();
     ~Lease() {
       // A copy that failed after its DMA was queued (no event recorded, or
       // an old one) may still use the block: it is never handed out again.
-      if (std::uncaught_exceptions() > unwinding) return;
+      if (queued && std::uncaught_exceptions() > unwinding) return;
       staging.give_back(block);
     }
   };
