@@ -11,6 +11,7 @@
 #include <mutex>
 #include <type_traits>
 #include <unordered_map>
+#include <vector>
 
 #include "core/creation_internal.hpp"
 #include "cpu/matrix_layout.hpp"
@@ -105,15 +106,28 @@ bool run(const Tensor& a, const Tensor& b, Tensor& out, MatrixLayout la,
   T* pc = static_cast<T*>(out.raw_data());
   const int64_t grain = std::max<int64_t>(1, kParallelMacs / (M * N * K));
   // One K x N buffer per thread for a column-major B, from the CPU
-  // allocator's cache.
-  const Tensor scratch =
-      lb.column_major ? empty_tensor(Shape{config::intra_op_threads(), K * N},
-                                     out.dtype(), Device::cpu(), "matmul")
-                      : Tensor();
+  // allocator's cache. Rows are taken by thread number in parallel_for's own
+  // team; on the caller (a serial run, maybe inside the user's own OpenMP
+  // region) row 0. The thread count may have grown since it was read here:
+  // a thread past the rows transposes into a buffer of its own.
+  const int64_t rows = lb.column_major ? config::intra_op_threads() : 0;
+  const Tensor scratch = lb.column_major
+                             ? empty_tensor(Shape{rows, K * N}, out.dtype(),
+                                            Device::cpu(), "matmul")
+                             : Tensor();
+  const int level = omp_get_level();
   parallel_for(batch.numel(), grain, [&](int64_t begin, int64_t end) {
-    T* transposed = lb.column_major ? static_cast<T*>(scratch.raw_data()) +
-                                          omp_get_thread_num() * K * N
-                                    : nullptr;
+    T* transposed = nullptr;
+    std::vector<T> own;
+    if (lb.column_major) {
+      const int64_t row = omp_get_level() > level ? omp_get_thread_num() : 0;
+      if (row < rows) {
+        transposed = static_cast<T*>(scratch.raw_data()) + row * K * N;
+      } else {
+        own.resize(K * N);
+        transposed = own.data();
+      }
+    }
     for (int64_t s = begin; s < end; ++s) {
       const T* bs = pb + batch_offset(b, batch, s);
       if (lb.column_major) {
@@ -129,10 +143,14 @@ bool run(const Tensor& a, const Tensor& b, Tensor& out, MatrixLayout la,
 }  // namespace
 }  // namespace tapeflow::cpu
 
-/** The module's entry point: cpu::small_matmul's contract. */
-extern "C" bool tapeflow_small_matmul(const tapeflow::Tensor& a,
-                                      const tapeflow::Tensor& b,
-                                      tapeflow::Tensor& out) {
+/**
+ * The module's entry point: cpu::small_matmul's contract. Versioned: a
+ * module from another build found on the search path must not be called
+ * with this build's Tensor.
+ */
+extern "C" bool tapeflow_small_matmul_v1(const tapeflow::Tensor& a,
+                                         const tapeflow::Tensor& b,
+                                         tapeflow::Tensor& out) {
   using namespace tapeflow;
   using namespace tapeflow::cpu;
   const int64_t r = out.rank();

@@ -18,9 +18,9 @@ Entry entry() {
   static const Entry loaded = [] {
     std::string error;
     void* module = open_module("libtapeflow_xsmm.so", error);
-    return module
-               ? reinterpret_cast<Entry>(dlsym(module, "tapeflow_small_matmul"))
-               : nullptr;
+    return module ? reinterpret_cast<Entry>(
+                        dlsym(module, "tapeflow_small_matmul_v1"))
+                  : nullptr;
   }();
   return loaded;
 }
