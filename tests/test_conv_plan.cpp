@@ -1,9 +1,14 @@
 // The GPU convolutions' host-side choices (src/core/conv_plan.hpp) against
-// hand-written tables: choose_conv_algo's four rules in order, and the
-// images per im2col chunk under a memory limit. White-box.
+// hand-written tables: choose_conv_algo's four rules in order, the images
+// per im2col chunk under a memory limit, how a strided operand reads as a
+// cuBLAS matrix, and the split counts of the filter gradients. White-box.
 #include <string>
 
+#include "conv_cases.hpp"
+#include "core/conv_depthwise.hpp"
+#include "core/conv_gemm_plan.hpp"
 #include "core/conv_plan.hpp"
+#include "core/conv_tile.hpp"
 #include "support/check.hpp"
 
 using V = std::vector<int64_t>;
@@ -170,4 +175,61 @@ TEST_CASE("the im2col chunk planner under memory limits") {
             geometry({3, 4, 5, 5}, {2, 4, 3, 3}, 1, 0, 1), 4, GiB) == 3);
   CHECK(tpf::conv_images_per_chunk(
             geometry({5, 0, 5, 5}, {2, 0, 3, 3}, 1, 0, 1), 4, 0) == 5);
+}
+
+TEST_CASE("strided_matrix and flat_stride") {
+  using tpf::strided_matrix;
+  const auto m = [](int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
+    const auto r = strided_matrix(tpf::ConvBuffer::x, 0, rows, cols, rs, cs);
+    return r ? (r->transposed ? -r->ld : r->ld) : 0;
+  };
+  CHECK(m(3, 4, 4, 1) == 4);   // row-major
+  CHECK(m(3, 4, 6, 1) == 6);   // row-major with padded rows
+  CHECK(m(3, 4, 1, 3) == -3);  // column-major
+  CHECK(m(3, 4, 2, 1) == 0);   // rows overlap
+  CHECK(m(3, 4, 0, 1) == 0);   // broadcast rows
+  CHECK(m(3, 4, 5, 7) == 0);   // neither stride is 1
+  CHECK(m(1, 4, 99, 1) == 4);  // one row: its stride is free
+  CHECK(m(3, 1, 1, 99) == 1);  // one column: its stride is free
+  CHECK(m(3, 1, 5, 99) == 5);
+  CHECK(m(3, 1, 0, 99) == 0);  // broadcast rows
+  const int64_t nchw[3] = {1, 4, 5}, s_nchw[3] = {20, 5, 1};
+  CHECK(tpf::flat_stride(nchw, s_nchw, 3) == 1);
+  const int64_t s_nhwc[3] = {60, 15, 3};
+  CHECK(tpf::flat_stride(nchw, s_nhwc, 3) == 3);
+  const int64_t s_sliced[3] = {40, 10, 1};  // every other row
+  CHECK(!tpf::flat_stride(nchw, s_sliced, 3));
+  const int64_t ones[3] = {1, 1, 1};
+  CHECK(tpf::flat_stride(ones, s_sliced, 3) == 1);
+  // Broadcast axes (the gradient of a sum is an all-zero-stride view).
+  const int64_t s_broadcast[3] = {0, 0, 0}, s_rows[3] = {0, 1, 0};
+  CHECK(!tpf::flat_stride(nchw, s_broadcast, 3));
+  CHECK(!tpf::flat_stride(nchw, s_rows, 3));
+  CHECK(tpf::flat_stride(ones, s_broadcast, 3) == 1);
+}
+
+TEST_CASE("split counts: wgrad's implicit GEMM and depthwise filters") {
+  // Few blocks and a long K: 1024 / 4 blocks, capped at 64.
+  CHECK(tpf::implicit_wgrad_splits(4, 1 << 20, 1024, 256 * MiB) == 64);
+  CHECK(tpf::implicit_wgrad_splits(100, 1 << 20, 1024, 256 * MiB) == 11);
+  // A short K: slices of at least 256.
+  CHECK(tpf::implicit_wgrad_splits(4, 1000, 1024, 256 * MiB) == 3);
+  CHECK(tpf::implicit_wgrad_splits(4, 200, 1024, 256 * MiB) == 1);
+  // Enough blocks already, or no room for the slices' workspace.
+  CHECK(tpf::implicit_wgrad_splits(2000, 1 << 20, 1024, 256 * MiB) == 1);
+  CHECK(tpf::implicit_wgrad_splits(4, 1 << 20, 100 * MiB, 256 * MiB) == 2);
+  CHECK(tpf::implicit_wgrad_splits(4, 1 << 20, 300 * MiB, 256 * MiB) == 1);
+
+  const auto slices = [](const conv_cases::Case& c) {
+    const conv_cases::Problem p = conv_cases::problem(c, false, false);
+    return tpf::depthwise_filter_work(p.g);
+  };
+  // 32 channels × 9 taps = 288 rows over 64 · 28 · 28 terms: 4 slices.
+  const auto mobilenet = slices(conv_cases::make_case(
+      "dw", {64, 32, 28, 28}, {32, 1, 3, 3}, {1}, {1}, "SAME", {}, 32));
+  CHECK(mobilenet.rows == 288);
+  CHECK(mobilenet.length == 64 * 28 * 28);
+  CHECK(mobilenet.slices == 4);
+  // A short sum stays in one slice.
+  CHECK(slices(conv_cases::other_cases()[6]).slices == 1);
 }
