@@ -5,10 +5,10 @@
 #include <type_traits>
 #include <vector>
 
-#include "autograd/node_pool.hpp"
 #include "autograd/saved.hpp"
 #include "core/op_error.hpp"
 #include "core/payload.hpp"
+#include "core/small_block_pool.hpp"
 #include "core/small_vector.hpp"
 #include "tapeflow/core/error.hpp"
 #include "tapeflow/core/tensor.hpp"
@@ -213,7 +213,7 @@ inline void record(const Op& op, std::span<const Tensor> in,
     if (!floating) return;  // integer results carry no gradient
     auto make = [&] {
       return std::shared_ptr<Node>(std::allocate_shared<OpNode<Op>>(
-          NodeAllocator<OpNode<Op>>(), op, in, out, payload));
+          SmallBlockAllocator<OpNode<Op>>(), op, in, out, payload));
     };
     record_node(in, out, NodeFactory(make));
   }

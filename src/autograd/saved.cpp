@@ -1,5 +1,6 @@
 #include "autograd/saved.hpp"
 
+#include "core/creation_internal.hpp"
 #include "core/op_error.hpp"
 
 namespace tapeflow::autograd {
@@ -13,7 +14,7 @@ namespace {
  */
 Tensor alias_on(const Tensor& t, const std::shared_ptr<Storage>& buffer) {
   const TensorImpl& from = *t.impl();
-  auto impl = std::make_shared<TensorImpl>();
+  std::shared_ptr<TensorImpl> impl = new_tensor_impl();
   impl->storage = buffer;
   impl->shape = from.shape;
   impl->strides = from.strides;

@@ -12,11 +12,6 @@
 
 namespace tapeflow::autograd {
 
-NodePool::Lists& NodePool::local() {
-  thread_local Lists lists __attribute__((tls_model("initial-exec")));
-  return lists;
-}
-
 constinit thread_local int g_recording_tapes
     __attribute__((tls_model("initial-exec"))) = 0;
 

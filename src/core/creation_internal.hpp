@@ -1,9 +1,15 @@
 #pragma once
 #include <memory>
 
+#include "core/small_block_pool.hpp"
 #include "tapeflow/core/tensor.hpp"
 
 namespace tapeflow {
+
+/** A fresh TensorImpl (no storage yet) from the small-block pool. */
+inline std::shared_ptr<TensorImpl> new_tensor_impl() {
+  return std::allocate_shared<TensorImpl>(SmallBlockAllocator<TensorImpl>());
+}
 
 /** Fresh contiguous tensor from the device's allocator (uninitialized). */
 Tensor empty_tensor(const Shape& shape, DType dtype, Device device,

@@ -74,16 +74,22 @@ template <size_t N>
 bool flat_elementwise(const Tensor& out,
                       const std::array<const Tensor*, N - 1>& in,
                       std::array<int64_t, N>& stride) {
-  if (!out.is_contiguous()) return false;
+  // Every tensor here is defined (the op's inference read them all).
+  const TensorImpl& o = *out.impl();
+  if (!o.contiguous) return false;
   stride[0] = 1;
+  int64_t out_numel = -1;  // counted only when an input's shape differs
   for (size_t k = 0; k + 1 < N; ++k) {
-    const Tensor& t = *in[k];
-    if (t.numel() == 1 && out.numel() != 1)
-      stride[k + 1] = 0;
-    else if (t.shape() == out.shape() && t.is_contiguous())
+    const TensorImpl& t = *in[k]->impl();
+    if (t.shape == o.shape) {
+      // A single element is always contiguous, so nothing broadcasts here.
+      if (!t.contiguous) return false;
       stride[k + 1] = 1;
-    else
-      return false;
+      continue;
+    }
+    if (out_numel < 0) out_numel = o.shape.numel();
+    if (t.shape.numel() != 1 || out_numel == 1) return false;
+    stride[k + 1] = 0;
   }
   return true;
 }

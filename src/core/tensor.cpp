@@ -28,11 +28,12 @@ Tensor empty_tensor(const Shape& shape, DType dtype, Device device,
   if (dtype == string_ && !device.is_cpu())
     throw op_error<DeviceError>(
         op, "expected the CPU for a string tensor, got ", device.str());
-  auto impl = std::make_shared<TensorImpl>();
+  std::shared_ptr<TensorImpl> impl = new_tensor_impl();
   Allocator* allocator = allocator_for(device, op);
   try {
-    impl->storage = std::make_shared<Storage>(static_cast<size_t>(bytes),
-                                              device, allocator);
+    impl->storage = std::allocate_shared<Storage>(
+        SmallBlockAllocator<Storage>(), static_cast<size_t>(bytes), device,
+        allocator);
   } catch (const std::bad_alloc&) {
     throw op_error<ResourceExhaustedError>(
         op, "expected ", bytes, " bytes for a ", dtype_name(dtype),
@@ -56,14 +57,15 @@ Tensor empty_tensor(const Shape& shape, DType dtype, Device device,
     impl->storage->set_finalizer(destroy_strings);
   }
   impl->shape = shape;
-  impl->strides = contiguous_strides(shape);
+  impl->strides = shape;
+  extents_to_contiguous_strides(impl->strides);
   impl->dtype = dtype;
   return Tensor(std::move(impl));
 }
 
 Tensor make_view(const Tensor& base, const Shape& shape, const Shape& strides,
                  int64_t offset) {
-  auto impl = std::make_shared<TensorImpl>();
+  std::shared_ptr<TensorImpl> impl = new_tensor_impl();
   impl->storage = base.impl()->storage;
   impl->shape = shape;
   impl->strides = strides;
