@@ -15,6 +15,7 @@ packages=(
   doctest-dev libbenchmark-dev libcli11-dev
   libzip-dev zlib1g-dev        # tpf::io: .npz archives, gzipped IDX files
   libpng-dev                   # tpf::summary: image summaries as PNG
+  libre2-dev                   # tpf::strings::regex_full_match (TensorFlow's RE2)
   libprotobuf-dev protobuf-compiler  # tpf::io: tf.train.Example records
   libopenmpi-dev openmpi-bin   # tpf::dist: launch, CPU collectives (mpirun)
   nlohmann-json3-dev           # tpf::dist: ClusterSpec files

@@ -241,3 +241,15 @@ TEST_CASE("gradient() takes a model's Variables as they come") {
   CHECK_CLOSE(grads[0], tpf::full({3, 2}, 4.0));
   CHECK_CLOSE(grads[1], tpf::full({2}, 4.0));
 }
+
+TEST_CASE("gradient of a Variable with respect to itself is ones") {
+  tpf::Variable v(tpf::tensor({1.0, 2.0}));
+  tpf::GradientTape tape;
+  const std::vector<tpf::Tensor> g = tape.gradient(v, {v});
+  REQUIRE(g[0].defined());
+  CHECK(g[0].to_vector<double>() == std::vector<double>{1.0, 1.0});
+  // A Variable the target does not reach stays unconnected.
+  tpf::Variable other(tpf::tensor({3.0}));
+  tpf::GradientTape second;
+  CHECK_FALSE(second.gradient(v * 2.0, {other})[0].defined());
+}

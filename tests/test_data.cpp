@@ -312,6 +312,59 @@ TEST_CASE("cardinality: counted, infinite or unknown, as in tf.data") {
     CHECK(ds.cardinality() == static_cast<int64_t>(collect(ds).size()));
 }
 
+TEST_CASE("range and shard near the int64 limits: Python's range counts") {
+  // take() bounds the old, wrapping generator so that it fails, not hangs.
+  auto firsts = [](const data::Dataset<tpf::Tensor>& ds) {
+    return ints(ds.take(8));
+  };
+  const int64_t big = int64_t{1} << 62;
+  auto r = data::range(0, INT64_MAX, big);
+  CHECK(r.cardinality() == 2);
+  CHECK(firsts(r) == std::vector<int64_t>{0, big});
+  auto wide = data::range(INT64_MIN, INT64_MAX, INT64_MAX);
+  CHECK(firsts(wide) == std::vector<int64_t>{INT64_MIN, -1, INT64_MAX - 1});
+  CHECK(static_cast<int64_t>(collect(wide.take(100)).size()) ==
+        wide.cardinality());
+  auto down = data::range(INT64_MAX, INT64_MIN, INT64_MIN);
+  CHECK(down.cardinality() == 2);
+  CHECK(firsts(down) == std::vector<int64_t>{INT64_MAX, -1});
+  CHECK(firsts(data::range(INT64_MAX - 2, INT64_MAX, 5)) ==
+        std::vector<int64_t>{INT64_MAX - 2});
+  CHECK(firsts(data::range(INT64_MIN + 2, INT64_MIN, -5)) ==
+        std::vector<int64_t>{INT64_MIN + 2});
+  CHECK(ints(data::range(INT64_MAX - 3, INT64_MAX)) ==
+        std::vector<int64_t>{INT64_MAX - 3, INT64_MAX - 2, INT64_MAX - 1});
+  CHECK(ints(data::range(INT64_MIN + 3, INT64_MIN, -1)) ==
+        std::vector<int64_t>{INT64_MIN + 3, INT64_MIN + 2, INT64_MIN + 1});
+  // 2^64 - 1 elements: the count saturates, the elements are right.
+  auto all = data::range(INT64_MIN, INT64_MAX);
+  CHECK(all.cardinality() == INT64_MAX);
+  CHECK(ints(all.take(2)) == std::vector<int64_t>{INT64_MIN, INT64_MIN + 1});
+
+  // shard: n - index + num_shards - 1 must not overflow.
+  auto s = data::range(10).shard(INT64_MAX, 0);
+  CHECK(s.cardinality() == 1);
+  CHECK(ints(s) == std::vector<int64_t>{0});
+  auto last = data::range(10).shard(INT64_MAX, INT64_MAX - 1);
+  CHECK(last.cardinality() == 0);
+  CHECK(ints(last).empty());
+  CHECK(data::range(10).shard(INT64_MAX, 9).cardinality() == 1);
+  CHECK(data::range(INT64_MAX).shard(3, 1).cardinality() ==
+        3074457345618258602);
+  CHECK(data::range(INT64_MAX).shard(INT64_MAX, 0).cardinality() == 1);
+  CHECK(data::range(INT64_MAX).shard(INT64_MAX, INT64_MAX - 1).cardinality() ==
+        1);
+  CHECK(data::range(INT64_MAX - 1)
+            .shard(INT64_MAX, INT64_MAX - 1)
+            .cardinality() == 0);
+  auto ten = data::range(10);
+  for (int64_t k : {1, 2, 3, 4, 9, 10, 11})
+    for (int64_t i = 0; i < k; ++i) {
+      auto sh = ten.shard(k, i);
+      CHECK(sh.cardinality() == static_cast<int64_t>(collect(sh).size()));
+    }
+}
+
 TEST_CASE("shuffle: a permutation, repeatable under a seed") {
   auto ds = data::range(20);
   auto s = ds.shuffle(20, 7);

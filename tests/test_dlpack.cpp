@@ -249,6 +249,21 @@ TEST_CASE(
   expect_error("[from_dlpack] expected a rank in [0, 8], got 9");
   dl.ndim = 2;
 
+  int64_t* const extents = dl.shape;
+  dl.shape = nullptr;
+  expect_error("[from_dlpack] expected 2 extents for rank 2, got a null shape");
+  dl.shape = extents;
+  void* const values = dl.data;
+  dl.data = nullptr;
+  expect_error(
+      "[from_dlpack] expected data for 4 elements, got a null pointer");
+  dl.data = values;
+  dl.byte_offset = 3;
+  expect_error(
+      "[from_dlpack] expected data + byte_offset aligned to the item size 8, "
+      "got an address 3 bytes past it (byte_offset 3)");
+  dl.byte_offset = 0;
+
   // uint8 values other than 0 and 1 are not bools.
   auto* bytes = new Foreign({0, 0}, {2}, {}, &deleted);
   reinterpret_cast<uint8_t*>(bytes->values.data())[1] = 7;

@@ -107,6 +107,23 @@ TEST_CASE("absurd strides, pads and dilations: TF's output or an error") {
 
 TEST_CASE("degenerate sizes") {
   CHECK(tpf::matrix_determinant(tpf::ones({0, 0})).item<float>() == 1.0f);
+  // A filter without taps has no window: no output shape follows from it.
+  expect_error<tpf::ShapeError>(
+      [] {
+        (void)tpf::nn::conv2d(tpf::ones({1, 1, 5, 5}), tpf::ones({1, 1, 0, 3}));
+      },
+      "[conv2d] expected a filter extent >= 1 along spatial axis 0, got 0");
+  expect_error<tpf::ShapeError>(
+      [] {
+        (void)tpf::nn::conv2d(tpf::ones({1, 1, 3, 3}), tpf::ones({1, 1, 0, 0}),
+                              {.padding = "SAME"});
+      },
+      "[conv2d] expected a filter extent >= 1 along spatial axis 0, got 0");
+  expect_error<tpf::ShapeError>(
+      [] {
+        (void)tpf::nn::conv1d(tpf::ones({1, 1, 5}), tpf::ones({1, 1, 0}));
+      },
+      "[conv1d] expected a filter extent >= 1 along spatial axis 0, got 0");
   expect_error<tpf::ShapeError>(
       [] {
         (void)tpf::nn::depthwise_conv2d(tpf::ones({1, 0, 4, 4}),

@@ -152,6 +152,56 @@ TEST_CASE("save_npz rejects bad input and leaves no temporary file") {
   CHECK(back[0].first == "y");
 }
 
+TEST_CASE("save_npz: names zip cannot store are ValueErrors") {
+  TempDir dir;
+  const std::string path = dir / "n.npz";
+  // Entry names are name + ".npy", at most 65535 bytes (16-bit length).
+  const std::string longest(65531, 'a');
+  tpf::io::save_npz(path, {{longest, tpf::ones({2})}, {"b", tpf::zeros({1})}});
+  auto back = tpf::io::load_npz(path);
+  REQUIRE(back.size() == 2);
+  CHECK(back[0].first == longest);
+  CHECK(back[1].first == "b");
+  CHECK_THROWS_WITH_AS(
+      tpf::io::save_npz(path, {{std::string(65532, 'a'), tpf::ones({1})}}),
+      doctest::Contains("[save_npz] expected array names of at most 65531 "
+                        "bytes"),
+      tpf::ValueError);
+  CHECK_THROWS_WITH_AS(
+      tpf::io::save_npz(path, {{std::string(70000, 'a'), tpf::ones({1})}}),
+      doctest::Contains("got 70000 bytes"), tpf::ValueError);
+  CHECK_THROWS_WITH_AS(
+      tpf::io::save_npz(path, {{std::string("ab\0cd", 5), tpf::ones({1})}}),
+      doctest::Contains("[save_npz] expected array names without NUL bytes, "
+                        "got a NUL at byte 2"),
+      tpf::ValueError);
+  CHECK_THROWS_AS(
+      tpf::io::save_npz(path, {{std::string("\0", 1), tpf::ones({1})}}),
+      tpf::ValueError);
+  // The refused saves left the archive and no temporary file behind.
+  CHECK(tpf::io::load_npz(path).size() == 2);
+  CHECK(std::distance(fs::directory_iterator(dir.path),
+                      fs::directory_iterator()) == 1);
+}
+
+TEST_CASE("save_npz of no arrays writes an empty archive, as np.savez") {
+  TempDir dir;
+  const std::string path = dir / "e.npz";
+  tpf::io::save_npz(path, {});
+  CHECK(tpf::io::load_npz(path).empty());
+  CHECK(tpf::io::load_npz_map(path).empty());
+  // What Python's zipfile writes: the 22-byte end of central directory.
+  CHECK(slurp(path) == std::string("PK\x05\x06") + std::string(18, '\0'));
+  // It replaces an archive atomically, leaving no temporary file.
+  tpf::io::save_npz(path, {{"x", tpf::ones({3})}});
+  tpf::io::save_npz(path, {}, true);
+  CHECK(tpf::io::load_npz(path).empty());
+  CHECK(std::distance(fs::directory_iterator(dir.path),
+                      fs::directory_iterator()) == 1);
+  CHECK_THROWS_AS(tpf::io::save_npz(dir / "no/such/dir/e.npz", {}),
+                  tpf::IOError);
+}
+
 TEST_CASE("load_npz: malformed archives and members are IOErrors") {
   TempDir dir;
   const std::string f4 = std::string(8, '\0');  // two float32 zeros

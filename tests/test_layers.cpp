@@ -185,3 +185,18 @@ TEST_CASE(
   CHECK_THROWS_AS(nn::Conv2D(4, {3, 3})(tpf::ones({3, 8, 8})), tpf::ShapeError);
   CHECK_THROWS_AS(nn::Dropout(1.0), tpf::ValueError);
 }
+
+TEST_CASE("layers: an empty batch flattens, a kernel without taps is refused") {
+  CHECK(nn::Flatten()(tpf::ones({0, 2, 3})).shape() == tpf::Shape{0, 6});
+  CHECK(nn::Flatten()(tpf::ones({4, 0, 3})).shape() == tpf::Shape{4, 0});
+  CHECK_THROWS_WITH_AS(
+      nn::Conv2D(1, {0, 3}),
+      doctest::Contains("expected kernel extents >= 1, got 0 along spatial "
+                        "axis 0"),
+      tpf::ValueError);
+  CHECK_THROWS_WITH_AS(
+      nn::Conv1D(1, {-1}),
+      doctest::Contains("expected kernel extents >= 1, got -1 along spatial "
+                        "axis 0"),
+      tpf::ValueError);
+}

@@ -465,3 +465,13 @@ TEST_CASE("orthogonal initializer: orthonormal columns or rows") {
               tpf::eye(3, -1, tpf::float64) * 4.0, 1e-12, 1e-12);
   CHECK_THROWS_AS(nn::orthogonal()({3}, 3, 3, tpf::float32), tpf::ValueError);
 }
+
+TEST_CASE("recurrent: empty batches and zero input features") {
+  CHECK(nn::GRU(3)(tpf::ones({0, 5, 4})).shape() == tpf::Shape{0, 3});
+  CHECK(nn::SimpleRNN(3)(tpf::ones({0, 5, 4})).shape() == tpf::Shape{0, 3});
+  // No inputs: h = tanh(0 + h U) from h = 0 stays 0.
+  const tpf::Tensor h = nn::SimpleRNN(3)(tpf::ones({2, 5, 0}));
+  CHECK(h.shape() == tpf::Shape{2, 3});
+  for (double v : h.to_vector<double>()) CHECK(v == 0.0);
+  CHECK(nn::GRU(3)(tpf::ones({2, 5, 0})).shape() == tpf::Shape{2, 3});
+}

@@ -57,14 +57,12 @@ Tensor substr(const Tensor& s, int64_t pos, int64_t len);
 Tensor lower(const Tensor& s);
 Tensor upper(const Tensor& s);
 /**
- * Whether each whole string matches the ECMAScript `pattern` (std::regex;
- * ValueError for a bad pattern). std::regex recurses per character, deeper
- * for nested patterns: matching runs on a thread with a 256 MiB stack, and a
- * string whose length times (the pattern's length + 1) exceeds
- * kRegexMaxWork is a ValueError rather than a stack overflow.
+ * Whether each whole string matches `pattern`, in RE2 syntax as
+ * tf.strings.regex_full_match (ValueError for a bad pattern). Matching takes
+ * time linear in the text whatever the pattern (no backtracking), so any
+ * length of text is fine.
  */
 Tensor regex_full_match(const Tensor& s, const std::string& pattern);
-inline constexpr size_t kRegexMaxWork = size_t{1} << 17;
 
 /**
  * A fixed vocabulary mapping tokens to int64 ids (Keras' StringLookup):

@@ -342,15 +342,16 @@ std::vector<Tensor> GradientTape::gradient(const Tensor& target,
   s.used = true;
   PauseTape pause(s);
 
+  // slot_of watches a trainable Variable no op has read yet, as recording
+  // would: gradient(v, {v}) is ones, as in TensorFlow.
+  const int32_t target_slot = s.slot_of(target);
+  std::vector<int32_t> source_slots(sources.size(), -1);
+  for (size_t i = 0; i < sources.size(); ++i)
+    source_slots[i] = s.slot_of(sources[i]);
   std::vector<Tensor> grads(s.next_slot);
   std::vector<char> keep(s.next_slot, 0);
-  std::vector<int32_t> source_slots(sources.size(), -1);
-  for (size_t i = 0; i < sources.size(); ++i) {
-    const Tensor& src = sources[i];
-    source_slots[i] = src.defined() ? src.impl()->marks.find(s.serial) : -1;
-    if (source_slots[i] >= 0) keep[source_slots[i]] = 1;
-  }
-  const int32_t target_slot = target.impl()->marks.find(s.serial);
+  for (const int32_t slot : source_slots)
+    if (slot >= 0) keep[slot] = 1;
   if (target_slot >= 0) {
     if (output_gradients.empty()) {
       grads[target_slot] = ones_like(target);

@@ -19,33 +19,39 @@ Tensor row(const Tensor& t, int64_t i) {
 namespace {
 /**
  * The length of range(start, stop, step), in unsigned arithmetic: the span
- * of two int64s can exceed INT64_MAX.
+ * of two int64s can exceed INT64_MAX, and so can the length (up to 2^64 - 1).
  */
-int64_t range_length(int64_t start, int64_t stop, int64_t step) {
+uint64_t range_length(int64_t start, int64_t stop, int64_t step) {
   if (step > 0 ? stop <= start : stop >= start) return 0;
   const auto ustart = static_cast<uint64_t>(start);
   const auto ustop = static_cast<uint64_t>(stop);
   const uint64_t span = step > 0 ? ustop - ustart : ustart - ustop;
   const uint64_t stride =
       step > 0 ? static_cast<uint64_t>(step) : 0 - static_cast<uint64_t>(step);
-  const uint64_t n = (span - 1) / stride + 1;
-  return n > uint64_t{INT64_MAX} ? INT64_MAX : static_cast<int64_t>(n);
+  return (span - 1) / stride + 1;
 }
 }  // namespace
 
 Dataset<Tensor> range(int64_t start, int64_t stop, int64_t step) {
   if (step == 0) throw ValueError("[range] expected a non-zero step, got 0");
+  const uint64_t n = range_length(start, stop, step);
   return Dataset<Tensor>(
-      [start, stop, step] {
+      [start, step, n] {
+        // Element k is start + k * step, computed modulo 2^64: for k < n the
+        // true value lies in [start, stop), so the wrapped result is exact and
+        // nothing overflows (stepping `i += step` past INT64_MAX would).
         return detail::make_fn_iterator<Tensor>(
-            [i = start, stop, step]() mutable -> std::optional<Tensor> {
-              if (step > 0 ? i >= stop : i <= stop) return std::nullopt;
-              const int64_t v = i;
-              i += step;
+            [start, step, n,
+             k = uint64_t{0}]() mutable -> std::optional<Tensor> {
+              if (k >= n) return std::nullopt;
+              const auto v =
+                  static_cast<int64_t>(static_cast<uint64_t>(start) +
+                                       k * static_cast<uint64_t>(step));
+              ++k;
               return from_buffer(&v, {}, int64);
             });
       },
-      range_length(start, stop, step));
+      n > uint64_t{INT64_MAX} ? INT64_MAX : static_cast<int64_t>(n));
 }
 
 }  // namespace tapeflow::data

@@ -139,6 +139,10 @@ Shape shape_of_dl(const DLTensor& t) {
   if (t.ndim < 0 || t.ndim > kMaxRank)
     throw op_error<ValueError>("from_dlpack", "expected a rank in [0, ",
                                kMaxRank, "], got ", t.ndim);
+  if (t.ndim > 0 && !t.shape)
+    throw op_error<ValueError>("from_dlpack", "expected ", t.ndim,
+                               " extents for rank ", t.ndim,
+                               ", got a null shape");
   Shape shape;
   for (int i = 0; i < t.ndim; ++i) {
     if (t.shape[i] < 0)
@@ -246,7 +250,17 @@ Tensor from_dlpack(DLManagedTensor* managed) {
   const int64_t bytes = checked_mul(extent_of(shape, strides),
                                     static_cast<int64_t>(itemsize(dtype)),
                                     "from_dlpack", "the view's byte size");
+  if (!dl.data)
+    throw op_error<ValueError>("from_dlpack", "expected data for ", numel,
+                               " elements, got a null pointer");
   void* data = static_cast<char*>(dl.data) + dl.byte_offset;
+  // Kernels read T through T*: a start between two elements is no T there.
+  if (reinterpret_cast<uintptr_t>(data) % itemsize(dtype) != 0)
+    throw op_error<ValueError>(
+        "from_dlpack", "expected data + byte_offset aligned to the item size ",
+        itemsize(dtype), ", got an address ",
+        reinterpret_cast<uintptr_t>(data) % itemsize(dtype),
+        " bytes past it (byte_offset ", dl.byte_offset, ")");
   if (dtype == DType::bool_ && device.is_cpu())
     check_bool_bytes(static_cast<const uint8_t*>(data), shape, strides, numel);
   auto owner = std::make_unique<AdoptedBuffer>(data, managed, device);

@@ -5,8 +5,12 @@
 #include <zip.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <memory>
 #include <set>
+#include <string_view>
 
 #include "core/op_error.hpp"
 #include "io/atomic_write.hpp"
@@ -33,6 +37,14 @@ struct ZipDiscard {
 struct ZipFileClose {
   void operator()(zip_file_t* f) const { zip_fclose(f); }
 };
+struct FileClose {
+  void operator()(std::FILE* f) const { std::fclose(f); }
+};
+
+/** The longest entry name zip can store (a 16-bit length field). */
+constexpr size_t kMaxEntryName = 65535;
+/** What save_npz appends to an array's name to name its entry. */
+constexpr std::string_view kSuffix = ".npy";
 
 void check_names(const NamedTensors& named, const char* op) {
   std::set<std::string> seen;
@@ -40,6 +52,19 @@ void check_names(const NamedTensors& named, const char* op) {
     if (name.empty())
       throw op_error<ValueError>(op,
                                  "expected non-empty array names, got \"\"");
+    // zip stores an entry name's length in 16 bits; a longer one would be
+    // cut short (and a NUL would cut it at the NUL), so refuse both.
+    if (name.size() > kMaxEntryName - kSuffix.size())
+      throw op_error<ValueError>(
+          op, "expected array names of at most ",
+          kMaxEntryName - kSuffix.size(), " bytes (", kMaxEntryName,
+          " with \".npy\", zip's limit), got ", name.size(),
+          " bytes in a name starting \"", name.substr(0, 16), "\"");
+    if (const size_t nul = name.find('\0'); nul != std::string::npos)
+      throw op_error<ValueError>(
+          op, "expected array names without NUL bytes, got a NUL at byte ", nul,
+          " of a ", name.size(), "-byte name starting \"", name.substr(0, nul),
+          "\"");
     if (!seen.insert(name).second)
       throw op_error<ValueError>(op, "expected distinct array names, got \"",
                                  name, "\" twice");
@@ -54,8 +79,31 @@ void check_names(const NamedTensors& named, const char* op) {
   }
 }
 
+/**
+ * Writes an archive without entries: only the end of central directory
+ * record, as Python's zipfile (and so np.savez()) does. libzip writes no file
+ * at all for an archive without entries.
+ */
+void write_empty_zip(const std::string& file) {
+  static constexpr char kEmptyZip[22] = {'P', 'K', 5, 6};
+  std::unique_ptr<std::FILE, FileClose> f(std::fopen(file.c_str(), "wb"));
+  if (!f)
+    throw IOError("[save_npz] creating " + file +
+                  " failed: " + std::strerror(errno));
+  if (std::fwrite(kEmptyZip, 1, sizeof kEmptyZip, f.get()) !=
+          sizeof kEmptyZip ||
+      std::fflush(f.get()) != 0)
+    throw IOError("[save_npz] writing " + file +
+                  " failed: " + std::strerror(errno));
+  std::FILE* raw = f.release();
+  if (std::fclose(raw) != 0)
+    throw IOError("[save_npz] writing " + file +
+                  " failed: " + std::strerror(errno));
+}
+
 void write_zip(const std::string& file, const NamedTensors& named,
                bool compressed) {
+  if (named.empty()) return write_empty_zip(file);
   // Header strings and host tensors must outlive zip_close(), which reads
   // the buffers.
   std::vector<std::string> headers;
@@ -84,7 +132,7 @@ void write_zip(const std::string& file, const NamedTensors& named,
     if (!src)
       throw IOError("[save_npz] adding array \"" + name + "\" to " + file +
                     " failed: " + zip_strerror(za.get()));
-    const std::string member = name + ".npy";
+    const std::string member = name + std::string(kSuffix);
     const zip_int64_t idx = zip_file_add(za.get(), member.c_str(), src,
                                          ZIP_FL_ENC_UTF_8 | ZIP_FL_OVERWRITE);
     if (idx < 0) {

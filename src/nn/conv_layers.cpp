@@ -64,6 +64,10 @@ ConvND::ConvND(int spatial, int64_t filters, std::vector<int64_t> kernel_size,
   if (static_cast<int>(kernel_size_.size()) != spatial)
     throw op_error<ValueError>(name(), "expected a kernel size of ", spatial,
                                " extents, got ", kernel_size_.size());
+  for (size_t i = 0; i < kernel_size_.size(); ++i)
+    if (kernel_size_[i] < 1)
+      throw op_error<ValueError>(name(), "expected kernel extents >= 1, got ",
+                                 kernel_size_[i], " along spatial axis ", i);
 }
 
 int64_t ConvND::channel_axis(int64_t rank) const {

@@ -4,6 +4,7 @@
 #include <iomanip>
 #include <sstream>
 
+#include "core/checked.hpp"
 #include "core/op_error.hpp"
 #include "tapeflow/creation.hpp"
 #include "tapeflow/nn/activations.hpp"
@@ -96,7 +97,12 @@ Tensor Flatten::forward(const Tensor& x) {
   if (x.rank() < 1)
     throw op_error<ShapeError>(name(),
                                "expected inputs (N, ...), got a scalar");
-  return reshape(x, {x.shape()[0], -1});
+  // The feature count named, not -1: an empty batch leaves -1 undetermined.
+  int64_t features = 1;
+  for (int64_t i = 1; i < x.rank(); ++i)
+    features = checked_mul(features, x.shape()[i], name(),
+                           "the flattened feature count");
+  return reshape(x, {x.shape()[0], features});
 }
 
 Pool::Pool(Kind kind, int spatial, PoolOptions options, std::string name)

@@ -1,6 +1,7 @@
 // SimpleRNNCell, LSTMCell and GRUCell: Keras' formulas from public ops.
 #include "tapeflow/nn/layers/recurrent_cells.hpp"
 
+#include "core/checked.hpp"
 #include "core/op_error.hpp"
 #include "tapeflow/creation.hpp"
 #include "tapeflow/nn/dropout.hpp"
@@ -14,7 +15,7 @@ namespace {
 /** (batch, gates × u) -> gates tensors (batch, u); their gradient is one stack.
  */
 std::vector<Tensor> gate_parts(const Tensor& z, int64_t gates) {
-  return unstack(reshape(z, {z.shape()[0], gates, -1}), 1);
+  return unstack(reshape(z, {z.shape()[0], gates, z.shape()[1] / gates}), 1);
 }
 
 /** act(x), or x when the activation is none (Keras' activation=None). */
@@ -92,7 +93,11 @@ Tensor RecurrentCell::project_inputs(const Tensor& x) {
   const Tensor m = mask_for(input_mask_, x, options_.dropout);
   if (m.defined())
     xs = x * (x.rank() == 2 ? m : reshape(m, {x.shape()[0], 1, in}));
-  Tensor z = matmul(reshape(xs, {-1, in}), kernel_);
+  // The row count named, not -1: zero features leave -1 undetermined.
+  int64_t rows = 1;
+  for (int64_t i = 0; i + 1 < x.rank(); ++i)
+    rows = checked_mul(rows, x.shape()[i], name(), "the input row count");
+  Tensor z = matmul(reshape(xs, {rows, in}), kernel_);
   if (options_.use_bias) z = z + input_bias();
   Shape out = x.shape();
   out[out.size() - 1] = gates_ * units_;

@@ -1,16 +1,13 @@
 // tf.strings for string_ tensors: host loops over the elements' text.
 #include "tapeflow/strings.hpp"
 
-#include <pthread.h>
+#include <re2/re2.h>
 
 #include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
-#include <exception>
-#include <functional>
 #include <limits>
-#include <regex>
 
 #include "core/creation_internal.hpp"
 #include "core/op_error.hpp"
@@ -30,39 +27,6 @@ std::vector<std::string> texts(const Tensor& s, const char* op) {
     throw op_error<DTypeError>(op, "expected a string tensor, got ",
                                dtype_name(s.dtype()));
   return s.to_strings();
-}
-
-/**
- * body() on a thread with a 256 MiB stack (reserved, touched only as used),
- * its exception rethrown here: std::regex recurses once per character.
- */
-void on_large_stack(const std::function<void()>& body) {
-  struct Call {
-    const std::function<void()>* body;
-    std::exception_ptr error;
-  } call{&body, nullptr};
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  pthread_attr_setstacksize(&attr, size_t{256} << 20);
-  pthread_t thread;
-  const int rc = pthread_create(
-      &thread, &attr,
-      [](void* arg) -> void* {
-        auto* c = static_cast<Call*>(arg);
-        try {
-          (*c->body)();
-        } catch (...) {
-          c->error = std::current_exception();
-        }
-        return nullptr;
-      },
-      &call);
-  pthread_attr_destroy(&attr);
-  if (rc != 0)
-    throw op_error<ResourceExhaustedError>(
-        "regex_full_match", "expected a thread for the match, got error ", rc);
-  pthread_join(thread, nullptr);
-  if (call.error) std::rethrow_exception(call.error);
 }
 
 /** A tensor of `shape` whose element i is f(text i). */
@@ -270,38 +234,17 @@ Tensor upper(const Tensor& s) {
 
 Tensor regex_full_match(const Tensor& s, const std::string& pattern) {
   const std::vector<std::string> in = texts(s, "regex_full_match");
-  const size_t longest = std::max_element(in.begin(), in.end(),
-                                          [](const auto& a, const auto& b) {
-                                            return a.size() < b.size();
-                                          }) -
-                         in.begin();
-  if (!in.empty() && in[longest].size() * (pattern.size() + 1) > kRegexMaxWork)
+  // RE2, as TensorFlow: its automata match in time linear in the text, so no
+  // pattern can backtrack for ever ("(a*)*b") or recurse through the stack.
+  RE2::Options options;
+  options.set_log_errors(false);
+  const RE2 re(pattern, options);
+  if (!re.ok())
     throw op_error<ValueError>("regex_full_match",
-                               "expected a string length times (pattern length "
-                               "+ 1) of at most ",
-                               kRegexMaxWork, ", got ", in[longest].size(),
-                               " bytes at position ", longest,
-                               " for a pattern of ", pattern.size());
-  std::regex re;
-  try {
-    re = std::regex(pattern, std::regex::ECMAScript);
-  } catch (const std::regex_error& e) {
-    throw op_error<ValueError>("regex_full_match",
-                               "expected a valid pattern, got \"", pattern,
-                               "\": ", e.what());
-  }
+                               "expected a valid RE2 pattern, got \"", pattern,
+                               "\": ", re.error());
   std::vector<bool> matched(in.size());
-  on_large_stack([&] {
-    for (size_t i = 0; i < in.size(); ++i) {
-      try {
-        matched[i] = std::regex_match(in[i], re);
-      } catch (const std::regex_error& e) {
-        throw op_error<ValueError>("regex_full_match",
-                                   "expected a match to finish, got ", e.what(),
-                                   " at position ", i);
-      }
-    }
-  });
+  for (size_t i = 0; i < in.size(); ++i) matched[i] = RE2::FullMatch(in[i], re);
   return from_vector(matched, s.shape());
 }
 

@@ -54,7 +54,9 @@ inline int64_t skip_cardinality(int64_t n, int64_t count) {
 /** shard(num_shards, index) of a dataset of n elements. */
 inline int64_t shard_cardinality(int64_t n, int64_t num_shards, int64_t index) {
   if (!known_cardinality(n)) return n;
-  return n > index ? (n - index + num_shards - 1) / num_shards : 0;
+  // Elements index, index + num_shards, ... below n; written so that nothing
+  // overflows for any 0 <= index < num_shards <= INT64_MAX.
+  return n > index ? (n - index - 1) / num_shards + 1 : 0;
 }
 
 /** zip of datasets of these cardinalities: the shortest. */

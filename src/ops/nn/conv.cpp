@@ -137,6 +137,9 @@ ConvAttrs resolve(const char* op, const Shape& x, const Shape& w,
   const Padding& p = o.padding;
   for (int64_t i = 0; i < nsp; ++i) {
     const int64_t in = x[i + 2], s = a.strides[i];
+    if (w[i + 2] < 1)
+      throw op_error<ShapeError>(op, "expected a filter extent >= 1 along ",
+                                 "spatial axis ", i, ", got ", w[i + 2]);
     const int64_t extent =
         checked_add(checked_mul(w[i + 2] - 1, a.dilations[i], op,
                                 "the dilated filter extent"),
