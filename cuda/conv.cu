@@ -3,6 +3,9 @@
 // is a channels-first view read where it lies), asks choose_conv_algo
 // (core/conv_plan.hpp) for one of four paths and runs it (conv.cuh). The
 // passes with nothing to sum zero-fill their output, as the CPU's do.
+#include <limits>
+#include <string>
+
 #include "check.hpp"
 #include "context.hpp"
 #include "conv.cuh"
@@ -17,12 +20,16 @@
 namespace tapeflow::cuda {
 namespace {
 
+/** y's (image, out-channel) planes along y, their positions along x. */
 template <class T>
-__global__ void bias_fill_kernel(ConvGeometry g, const T* bias,
-                                 int64_t bias_stride, T* y) {
-  const int64_t n = g.n * g.o * g.out_size();
-  for (int64_t i = grid_first(); i < n; i += grid_step())
-    bias_fill_entry(g, bias, bias_stride, y, i);
+__global__ void bias_fill_kernel(ConvGeometry g, ColumnSplit split,
+                                 const T* bias, int64_t bias_stride, T* y) {
+  const int64_t planes = g.n * g.o;
+  const auto positions = static_cast<uint32_t>(g.out_size());
+  for (int64_t plane = blockIdx.y; plane < planes; plane += gridDim.y)
+    for (uint32_t p = blockIdx.x * blockDim.x + threadIdx.x; p < positions;
+         p += gridDim.x * blockDim.x)
+      bias_fill_entry(g, split, bias, bias_stride, y, plane, p);
 }
 
 ConvGeometry geometry(const ConvAttrs& a, const ConvOperands& t) {
@@ -107,13 +114,20 @@ void conv_grad_filter(const ConvGradFilter& op, Inputs in,
 }  // namespace
 
 void conv_fill_bias(const ConvGeometry& g, const ConvOperands& t) {
-  const int64_t n = g.n * g.o * g.out_size();
-  if (n == 0) return;
+  if (g.n * g.o * g.out_size() == 0) return;
+  // FastDivmod splits positions below 2³¹: 8 GiB per float32 plane.
+  if (g.out_size() > std::numeric_limits<int32_t>::max())
+    throw DeviceError(
+        "[conv] expected at most 2^31 - 1 output positions per "
+        "image on a GPU, got " +
+        std::to_string(g.out_size()));
   const int device = t.y.device().index;
   dispatch_floating(t.y.dtype(), Conv::name, [&](auto tag) {
     using T = decltype(tag);
-    bias_fill_kernel<T><<<blocks_for(n), kBlockThreads, 0, activate(device)>>>(
-        g, conv_in<T>(t.bias), t.bias.strides()[0], conv_out<T>(t.y));
+    bias_fill_kernel<T>
+        <<<rows_grid(g.n * g.o, g.out_size()), kBlockThreads, 0,
+           activate(device)>>>(g, column_split(g), conv_in<T>(t.bias),
+                               t.bias.strides()[0], conv_out<T>(t.y));
     TAPEFLOW_CUDA_CHECK(cudaGetLastError());
   });
 }

@@ -5,6 +5,8 @@
 // naive GEMM on the host; this file issues them. float32 GEMMs follow
 // config::float32_matmul_precision: highest multiplies in float32, high in
 // TF32, medium in bfloat16, all summing in float32; float64 stays float64.
+#include <algorithm>
+#include <limits>
 #include <type_traits>
 #include <vector>
 
@@ -21,26 +23,39 @@
 namespace tapeflow::cuda {
 namespace {
 
+/**
+ * Rows along y (each block splits its row's channel and tap once), columns
+ * along x: consecutive threads write consecutive entries.
+ */
 template <class T>
-__global__ void im2col_kernel(Im2col m, const T* x, T* col) {
-  const int64_t n = m.rows() * m.cols();
-  for (int64_t i = grid_first(); i < n; i += grid_step())
-    im2col_entry(m, x, col, i);
+__global__ void im2col_kernel(Im2col m, ColumnSplit split, const T* x, T* col) {
+  const int64_t rows = m.rows();
+  const auto cols = static_cast<uint32_t>(m.cols());
+  for (int64_t row = blockIdx.y; row < rows; row += gridDim.y) {
+    const Im2colRow r = m.row(row);
+    T* col_row = col + row * int64_t{cols};
+    for (uint32_t j = blockIdx.x * blockDim.x + threadIdx.x; j < cols;
+         j += gridDim.x * blockDim.x)
+      im2col_entry(m, r, split, x, col_row, j);
+  }
 }
 
 template <class T>
-__global__ void col2im_kernel(Col2imGather m, const T* col, T* dx) {
+__global__ void col2im_kernel(Col2imGather m, InputSplit split, const T* col,
+                              T* dx) {
   const int64_t n = m.elements();
   for (int64_t i = grid_first(); i < n; i += grid_step())
-    col2im_entry(m, col, dx, i);
+    col2im_entry(m, split, col, dx, static_cast<uint32_t>(i));
 }
 
+/** Out-channels along y, columns along x, as in im2col_kernel. */
 template <class T>
-__global__ void gather_dy_kernel(GroupOutput m, int64_t images, const T* dy,
-                                 T* gathered) {
-  const int64_t n = m.g.og * images * m.g.out_size();
-  for (int64_t i = grid_first(); i < n; i += grid_step())
-    gather_dy_entry(m, images, dy, gathered, i);
+__global__ void gather_dy_kernel(GroupOutput m, ColumnSplit split,
+                                 uint32_t cols, const T* dy, T* gathered) {
+  for (int64_t o = blockIdx.y; o < m.g.og; o += gridDim.y)
+    for (uint32_t j = blockIdx.x * blockDim.x + threadIdx.x; j < cols;
+         j += gridDim.x * blockDim.x)
+      gather_dy_entry(m, split, dy, gathered + o * int64_t{cols}, o, j);
 }
 
 cublasComputeType_t compute_type(bool f64) {
@@ -156,6 +171,12 @@ bool im2col(ConvPass pass, const ConvGeometry& g, const ConvOperands& t,
   const int64_t widest = std::min(chunk, g.n);
   if (widest < 1 || !runnable(im2col_calls(pass, g, 0, 0, widest, bias)))
     return false;
+  // The kernels around the GEMMs split a chunk's columns and dx elements
+  // in 31 bits (FastDivmod); the col budget keeps both far below that.
+  constexpr int64_t kMax31 = std::numeric_limits<int32_t>::max();
+  if (widest * g.out_size() > kMax31 || widest * g.cg * g.in_size() > kMax31)
+    return false;
+  const ColumnSplit split = column_split(g);
   const int64_t rows = g.cg * g.k_size(), positions = g.out_size();
   // Scratch from the device's arena, freed when this returns: the arena
   // hands it out again only to work the stream runs after these calls.
@@ -173,8 +194,8 @@ bool im2col(ConvPass pass, const ConvGeometry& g, const ConvOperands& t,
   const cublasHandle_t handle = cublas(device);
   const auto run_im2col = [&](const Im2col& m) {
     im2col_kernel<T>
-        <<<blocks_for(m.rows() * m.cols()), kBlockThreads, 0,
-           activate(device)>>>(m, conv_in<T>(t.x), conv_out<T>(col));
+        <<<rows_grid(m.rows(), m.cols()), kBlockThreads, 0, activate(device)>>>(
+            m, split, conv_in<T>(t.x), conv_out<T>(col));
     TAPEFLOW_CUDA_CHECK(cudaGetLastError());
   };
   for (int64_t n0 = 0; n0 < g.n; n0 += chunk) {
@@ -183,9 +204,10 @@ bool im2col(ConvPass pass, const ConvGeometry& g, const ConvOperands& t,
       if (pass != ConvPass::grad_input) run_im2col({g, group, n0, images});
       if (pass == ConvPass::grad_filter) {
         const GroupOutput dy{g, group, n0};
-        gather_dy_kernel<T><<<blocks_for(g.og * images * positions),
-                              kBlockThreads, 0, activate(device)>>>(
-            dy, images, conv_in<T>(t.y), conv_out<T>(gathered));
+        const auto cols = static_cast<uint32_t>(images * positions);
+        gather_dy_kernel<T>
+            <<<rows_grid(g.og, cols), kBlockThreads, 0, activate(device)>>>(
+                dy, split, cols, conv_in<T>(t.y), conv_out<T>(gathered));
         TAPEFLOW_CUDA_CHECK(cudaGetLastError());
       }
       for (const BlasGemm& call :
@@ -195,7 +217,7 @@ bool im2col(ConvPass pass, const ConvGeometry& g, const ConvOperands& t,
         const Col2imGather m{g, group, n0, images};
         col2im_kernel<T>
             <<<blocks_for(m.elements()), kBlockThreads, 0, activate(device)>>>(
-                m, conv_in<T>(col), conv_out<T>(t.x));
+                m, input_split(g), conv_in<T>(col), conv_out<T>(t.x));
         TAPEFLOW_CUDA_CHECK(cudaGetLastError());
       }
     }

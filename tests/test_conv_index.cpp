@@ -3,10 +3,14 @@
 // wgrad (with split-K), each run through a naive GEMM in float64, equal the
 // direct kernels (src/cpu/conv_direct.cpp) on every geometry of
 // test_conv.cpp's tables and more, with operands channels-first, channels-
-// last or mixed, read through strides. White-box. The chooser: test_conv_plan.
+// last or mixed, read through strides; the FastDivmod splits they use, and
+// the implicit GEMM's staging (one writer per shared element). White-box.
+// The chooser: test_conv_plan.
 #include <algorithm>
+#include <cmath>
 
 #include "conv_cases.hpp"
+#include "core/conv_tile.hpp"
 
 using namespace conv_cases;
 
@@ -43,6 +47,7 @@ Results by_im2col(const Problem& p, int64_t chunk) {
     for (int64_t n0 = 0; n0 == 0 || n0 < g.n; n0 += chunk) {
       const int64_t images = std::min(chunk, g.n - n0);
       const tpf::Im2col im2col{g, group, n0, images};
+      const tpf::ColumnSplit split = tpf::column_split(g);
       const tpf::GroupFilter filter{g, group};
       const tpf::GroupOutput output{g, group, n0};
       const int64_t cols = im2col.cols();
@@ -56,7 +61,7 @@ Results by_im2col(const Problem& p, int64_t chunk) {
       Buffer col(rows * cols);
       for (int64_t row = 0; row < rows; ++row)
         for (int64_t j = 0; j < cols; ++j) {
-          const int64_t offset = im2col(row, j);
+          const int64_t offset = im2col(im2col.row(row), split, uint32_t(j));
           col.at(at(row, j)) = offset < 0 ? 0.0 : p.x.at(offset);
         }
       // fprop: Y_g = W_g·col.
@@ -69,11 +74,13 @@ Results by_im2col(const Problem& p, int64_t chunk) {
       naive_gemm(rows, cols, 0, g.og, filter_transposed, p.w, output, p.dy, at,
                  dcol);
       const tpf::Col2imGather gather{g, group, n0, images};
+      const tpf::InputSplit inputs = tpf::input_split(g);
       for (int64_t e = 0; e < gather.elements(); ++e) {
+        const tpf::Col2imElement el = gather.element(inputs, uint32_t(e));
         double sum = 0;
         gather.for_each_source(
-            e, [&](int64_t row, int64_t j) { sum += dcol.at(at(row, j)); });
-        r.dx.at(gather.target(e)) = sum;
+            el, [&](int64_t row, int64_t j) { sum += dcol.at(at(row, j)); });
+        r.dx.at(gather.target(el)) = sum;
       }
       // wgrad: dW_g += dY_g·colᵀ, beta 1 after the first chunk.
       naive_gemm(g.og, rows, 0, cols, output, p.dy, at_transposed, col, filter,
@@ -176,4 +183,58 @@ TEST_CASE("geometry pads 1-d and 2-d to three axes and keeps the strides") {
   CHECK(g.x_at_window(1, 2, 0, 2) == 21 + 2 + 3);
   CHECK(g.out_reading(3, 2) == 1);
   CHECK(g.out_reading(4, 0) == -1);
+}
+
+TEST_CASE("FastDivmod divides every dividend below 2^31 exactly") {
+  // Divisors: small, powers of two and their neighbours, the extents the
+  // convolutions split by, and the largest.
+  std::vector<uint32_t> divisors = {1, 2, 3, 5, 7, 14, 28, 196, 784, 3136};
+  for (uint32_t shift = 2; shift < 31; ++shift)
+    for (const int64_t delta : {-1, 0, 1})
+      divisors.push_back(uint32_t((int64_t{1} << shift) + delta));
+  divisors.push_back(0x7fffffffu);
+  std::vector<uint32_t> dividends = {0, 1, 2, 0x7ffffffeu, 0x7fffffffu};
+  uint64_t state = 12345;
+  for (int i = 0; i < 2000; ++i) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    dividends.push_back(uint32_t(state >> 33));  // below 2^31
+  }
+  for (const uint32_t d : divisors) {
+    CAPTURE(d);
+    const tpf::FastDivmod f(d);
+    for (const uint32_t n :
+         {d - 1, d, d + 1, 2 * d - 1, 2 * d, 0x7fffffffu / d * d - 1})
+      if (n < 0x80000000u) dividends.push_back(n);
+    uint32_t wrong = 0;  // the first dividend it gets wrong, plus one
+    for (const uint32_t n : dividends) {
+      uint32_t q, r;
+      f.divmod(n, q, r);
+      if (wrong == 0 && (q != n / d || r != n % d)) wrong = n + 1;
+    }
+    CHECK(wrong == 0);
+  }
+  // An empty axis's extent divides as 1.
+  CHECK(tpf::FastDivmod(0).quotient(41) == 41);
+}
+
+TEST_CASE("implicit GEMM staging: each shared element has one writer") {
+  // A block at the bottom-right edge of M, N and K: partial in all three.
+  const Problem p = problem(make_case("tiles", {3, 20, 11, 13}, {70, 20, 3, 3},
+                                      {1}, {1}, "SAME", {}, 1),
+                            true, false);
+  const tpf::FpropGemm gemm{p.g, 0};
+  const int64_t m0 = 64 * (gemm.m() / 64), n0 = 64, k0 = 8 * (gemm.k() / 8);
+  std::vector<int> writers(2 * 8 * 64, 0);
+  for (int thread = 0; thread < tpf::ImplicitTile::kThreads; ++thread) {
+    tpf::ImplicitSmem<double> smem;
+    std::fill_n(&smem.a[0][0], 8 * 64, kNan);
+    std::fill_n(&smem.b[0][0], 8 * 64, kNan);
+    tpf::implicit_stage(gemm, p.x.data(), p.w.data(), gemm.m(), gemm.n(), m0,
+                        n0, k0, gemm.k(), smem, thread);
+    for (int i = 0; i < 8 * 64; ++i) {
+      writers[i] += !std::isnan((&smem.a[0][0])[i]);
+      writers[8 * 64 + i] += !std::isnan((&smem.b[0][0])[i]);
+    }
+  }
+  for (int count : writers) CHECK(count == 1);
 }

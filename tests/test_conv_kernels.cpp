@@ -214,8 +214,11 @@ void run_calls(const std::vector<tpf::BlasGemm>& calls,
 
 template <class T>
 void fill_bias(Operands<T>& t) {
-  for (int64_t e = 0; e < t.g.n * t.g.o * t.g.out_size(); ++e)
-    tpf::bias_fill_entry(t.g, t.bias.data(), int64_t{2}, t.y.data(), e);
+  const tpf::ColumnSplit split = tpf::column_split(t.g);
+  for (int64_t plane = 0; plane < t.g.n * t.g.o; ++plane)
+    for (uint32_t p = 0; p < uint32_t(t.g.out_size()); ++p)
+      tpf::bias_fill_entry(t.g, split, t.bias.data(), int64_t{2}, t.y.data(),
+                           plane, p);
 }
 
 template <class T>
@@ -251,15 +254,20 @@ Results by_im2col(Operands<T>& t, int64_t chunk, bool bias) {
       Guarded<T> col(Buffer(rows * cols, kNan));
       Guarded<T> gathered(Buffer(g.og * cols, kNan));
       const tpf::Im2col im2col{g, group, n0, images};
-      for (int64_t e = 0; e < rows * cols; ++e)
-        tpf::im2col_entry(im2col, t.x.data(), col.data(), e);
+      const tpf::ColumnSplit split = tpf::column_split(g);
+      for (int64_t row = 0; row < rows; ++row)
+        for (uint32_t j = 0; j < uint32_t(cols); ++j)
+          tpf::im2col_entry(im2col, im2col.row(row), split, t.x.data(),
+                            col.data() + row * cols, j);
       run_calls<T>(tpf::im2col_forward(g, group, n0, images, bias),
                    {{ConvBuffer::w, t.w.data()},
                     {ConvBuffer::y, t.y.data()},
                     {ConvBuffer::col, col.data()}});
       const tpf::GroupOutput output{g, group, n0};
-      for (int64_t e = 0; e < g.og * cols; ++e)
-        tpf::gather_dy_entry(output, images, t.dy.data(), gathered.data(), e);
+      for (int64_t o = 0; o < g.og; ++o)
+        for (uint32_t j = 0; j < uint32_t(cols); ++j)
+          tpf::gather_dy_entry(output, split, t.dy.data(),
+                               gathered.data() + o * cols, o, j);
       run_calls<T>(tpf::im2col_grad_filter(g, group, n0, images),
                    {{ConvBuffer::w, t.dw.data()},
                     {ConvBuffer::col, col.data()},
@@ -271,7 +279,8 @@ Results by_im2col(Operands<T>& t, int64_t chunk, bool bias) {
                     {ConvBuffer::col, col.data()}});
       const tpf::Col2imGather gather{g, group, n0, images};
       for (int64_t e = 0; e < gather.elements(); ++e)
-        tpf::col2im_entry(gather, col.data(), t.dx.data(), e);
+        tpf::col2im_entry(gather, tpf::input_split(g), col.data(), t.dx.data(),
+                          uint32_t(e));
       CHECK(col.guards_intact());
       CHECK(gathered.guards_intact());
     }
@@ -378,27 +387,6 @@ TEST_CASE("implicit GEMM blocks in float32") {
     CHECK_CLOSE(view(r.dx, p.xl), ref.dx_ref, 1e-4, 1e-4);
     CHECK_CLOSE(view(r.dw, p.wl), ref.dw_ref, 1e-4, 1e-4);
   }
-}
-
-TEST_CASE("implicit GEMM staging: each shared element has one writer") {
-  // A block at the bottom-right edge of M, N and K: partial in all three.
-  const Problem p = problem(tile_cases()[0], true, false);
-  const tpf::FpropGemm gemm{p.g, 0};
-  Operands<double> t(p);
-  const int64_t m0 = 64 * (gemm.m() / 64), n0 = 64, k0 = 8 * (gemm.k() / 8);
-  std::vector<int> writers(2 * 8 * 64, 0);
-  for (int thread = 0; thread < tpf::ImplicitTile::kThreads; ++thread) {
-    tpf::ImplicitSmem<double> smem;
-    std::fill_n(&smem.a[0][0], 8 * 64, kNan);
-    std::fill_n(&smem.b[0][0], 8 * 64, kNan);
-    tpf::implicit_stage(gemm, t.x.data(), t.w.data(), gemm.m(), gemm.n(), m0,
-                        n0, k0, gemm.k(), smem, thread);
-    for (int i = 0; i < 8 * 64; ++i) {
-      writers[i] += !std::isnan((&smem.a[0][0])[i]);
-      writers[8 * 64 + i] += !std::isnan((&smem.b[0][0])[i]);
-    }
-  }
-  for (int count : writers) CHECK(count == 1);
 }
 
 TEST_CASE("depthwise kernels: every one-channel-per-group geometry") {

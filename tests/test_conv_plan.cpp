@@ -84,11 +84,14 @@ TEST_CASE("choose_conv_algo follows the four rules in order") {
        ConvAlgo::depthwise_direct},
       {"depthwise without cuBLAS", depthwise, 4, 16 * GiB, false,
        ConvAlgo::depthwise_direct},
-      {"grayscale first layer (one group)",
+      {"grayscale first layer (one group, K = 25)",
        geometry({64, 1, 28, 28}, {32, 1, 5, 5}, 1, 2, 1), 4, 16 * GiB, true,
-       ConvAlgo::implicit_gemm},
+       ConvAlgo::im2col_gemm, 64},
       {"RGB first layer, 3x3 (K = 27)",
        geometry({64, 3, 224, 224}, {64, 3, 3, 3}, 1, 1, 1), 4, 16 * GiB, true,
+       ConvAlgo::im2col_gemm, 14},
+      {"RGB first layer, 1x1 (K = 3)",
+       geometry({64, 3, 224, 224}, {64, 3, 1, 1}, 1, 1, 1), 4, 16 * GiB, true,
        ConvAlgo::implicit_gemm},
       {"RGB first layer, 7x7 stride 2 (K = 147)",
        geometry({64, 3, 224, 224}, {64, 3, 7, 7}, 2, 3, 1), 4, 16 * GiB, true,
@@ -136,7 +139,9 @@ TEST_CASE("choose_conv_algo follows the four rules in order") {
        16 * GiB, true, ConvAlgo::implicit_gemm},
       {"K = 32 exactly", geometry({4, 8, 16, 16}, {16, 8, 2, 2}, 1, 0, 1), 4,
        16 * GiB, true, ConvAlgo::im2col_gemm, 4},
-      {"K = 31", geometry({4, 31, 16}, {16, 31, 1}, 2, 0, 1), 4, 16 * GiB, true,
+      {"K = 16 exactly", geometry({4, 16, 16}, {16, 16, 1}, 2, 0, 1), 4,
+       16 * GiB, true, ConvAlgo::im2col_gemm, 4},
+      {"K = 15", geometry({4, 15, 16}, {16, 15, 1}, 2, 0, 1), 4, 16 * GiB, true,
        ConvAlgo::implicit_gemm},
       {"1-d, one channel", geometry({4, 1, 100}, {8, 1, 3}, 1, 0, 1), 4,
        16 * GiB, true, ConvAlgo::implicit_gemm},
@@ -209,8 +214,9 @@ TEST_CASE("strided_matrix and flat_stride") {
 }
 
 TEST_CASE("split counts: wgrad's implicit GEMM and depthwise filters") {
-  // Few blocks and a long K: 1024 / 4 blocks, capped at 64.
-  CHECK(tpf::implicit_wgrad_splits(4, 1 << 20, 1024, 256 * MiB) == 64);
+  // Few blocks and a long K: 1024 / 4 blocks; 1024 / 1, capped at 256.
+  CHECK(tpf::implicit_wgrad_splits(4, 1 << 20, 1024, 256 * MiB) == 256);
+  CHECK(tpf::implicit_wgrad_splits(1, 1 << 20, 1024, 256 * MiB) == 256);
   CHECK(tpf::implicit_wgrad_splits(100, 1 << 20, 1024, 256 * MiB) == 11);
   // A short K: slices of at least 256.
   CHECK(tpf::implicit_wgrad_splits(4, 1000, 1024, 256 * MiB) == 3);

@@ -193,40 +193,46 @@ std::vector<BlasGemm> im2col_grad_filter(const ConvGeometry& g, int64_t group,
 
 // ---- per-element bodies of the kernels around the GEMMs ----
 
-/** col entry e (row-major over col's (K, images·P)) from x. */
+/** Entry j of one row of col (row-major (K, images·P)) from x. */
 template <class T>
-TPF_HOST_DEVICE void im2col_entry(const Im2col& m, const T* x, T* col,
-                                  int64_t e) {
-  const int64_t cols = m.cols(), at = m(e / cols, e % cols);
-  col[e] = at < 0 ? T(0) : x[at];
+TPF_HOST_DEVICE void im2col_entry(const Im2col& m, const Im2colRow& row,
+                                  const ColumnSplit& split, const T* x,
+                                  T* col_row, uint32_t j) {
+  const int64_t at = m(row, split, j);
+  col_row[j] = at < 0 ? T(0) : x[at];
 }
 
 /** dx element e of a group and chunk: the sum of its col entries. */
 template <class T>
-TPF_HOST_DEVICE void col2im_entry(const Col2imGather& m, const T* col, T* dx,
-                                  int64_t e) {
+TPF_HOST_DEVICE void col2im_entry(const Col2imGather& m,
+                                  const InputSplit& split, const T* col, T* dx,
+                                  uint32_t e) {
   const int64_t cols = m.images * m.g.out_size();
+  const Col2imElement el = m.element(split, e);
   T sum = T(0);
   m.for_each_source(
-      e, [&](int64_t row, int64_t j) { sum += col[row * cols + j]; });
-  dx[m.target(e)] = sum;
+      el, [&](int64_t row, int64_t j) { sum += col[row * cols + j]; });
+  dx[m.target(el)] = sum;
 }
 
-/** Entry e of gathered_dy (og, images·P), row-major, from dy. */
+/** Entry j of row o of gathered_dy (og, images·P), row-major, from dy. */
 template <class T>
-TPF_HOST_DEVICE void gather_dy_entry(const GroupOutput& m, int64_t images,
-                                     const T* dy, T* gathered, int64_t e) {
-  const int64_t cols = images * m.g.out_size();
-  gathered[e] = dy[m(e / cols, e % cols)];
+TPF_HOST_DEVICE void gather_dy_entry(const GroupOutput& m,
+                                     const ColumnSplit& split, const T* dy,
+                                     T* gathered_row, int64_t o, uint32_t j) {
+  gathered_row[j] = dy[m(o, split, j)];
 }
 
-/** y element e, row-major over (image, out-channel, position): the bias. */
+/** Position p of y's plane (image, out-channel) = (plane / o, plane % o):
+ * the out-channel's bias. */
 template <class T>
-TPF_HOST_DEVICE void bias_fill_entry(const ConvGeometry& g, const T* bias,
-                                     int64_t bias_stride, T* y, int64_t e) {
-  const int64_t positions = g.out_size();
-  const int64_t p = e % positions, o = e / positions % g.o;
-  y[g.y_offset(e / (positions * g.o), o, p)] = bias[o * bias_stride];
+TPF_HOST_DEVICE void bias_fill_entry(const ConvGeometry& g,
+                                     const ColumnSplit& split, const T* bias,
+                                     int64_t bias_stride, T* y, int64_t plane,
+                                     uint32_t p) {
+  const int64_t image = plane / g.o, o = plane % g.o;
+  y[image * g.y_strides[0] + o * g.y_strides[1] +
+    position_offset(split, p, g.y_strides + 2)] = bias[o * bias_stride];
 }
 
 }  // namespace tapeflow

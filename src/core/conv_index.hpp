@@ -7,6 +7,7 @@
 // strides and NHWC costs no copy.
 #include <cstdint>
 
+#include "core/fast_divmod.hpp"
 #include "core/host_device.hpp"
 
 namespace tapeflow {
@@ -97,17 +98,82 @@ struct ConvGeometry {
 // into dx, wgrad dW_g += dY_g·colᵀ (beta = 1 across chunks).
 
 /** The col matrix of one group and chunk: which x element each entry is. */
+/**
+ * The divisions that split a column of a chunk (image · P + position) and
+ * a position into its axes, prepared on the host: out_size() < 2³¹.
+ */
+struct ColumnSplit {
+  FastDivmod positions, out[3];
+};
+
+inline ColumnSplit column_split(const ConvGeometry& g) {
+  ColumnSplit s;
+  s.positions = FastDivmod(static_cast<uint32_t>(g.out_size()));
+  for (int d = 0; d < 3; ++d)
+    s.out[d] = FastDivmod(static_cast<uint32_t>(g.out[d]));
+  return s;
+}
+
+/** Offset of output position p along the spatial axes of `strides`. */
+TPF_HOST_DEVICE inline int64_t position_offset(const ColumnSplit& split,
+                                               uint32_t p,
+                                               const int64_t* strides) {
+  int64_t offset = 0;
+  for (int d = 2; d >= 0; --d) {
+    uint32_t rest, at;
+    split.out[d].divmod(p, rest, at);
+    offset += int64_t{at} * strides[d];
+    p = rest;
+  }
+  return offset;
+}
+
+/**
+ * What one row of the col matrix fixes: its channel's offset in x and, per
+ * axis, where its tap reads relative to the output position (k·dil − pad).
+ */
+struct Im2colRow {
+  int64_t channel_offset = 0;
+  int64_t shift[3] = {0, 0, 0};
+};
+
 struct Im2col {
   ConvGeometry g;
   int64_t group = 0, n0 = 0, images = 0;
 
   TPF_HOST_DEVICE int64_t rows() const { return g.cg * g.k_size(); }
   TPF_HOST_DEVICE int64_t cols() const { return images * g.out_size(); }
-  /** Offset in x of col(row, col), or -1 for the padding's zero. */
-  TPF_HOST_DEVICE int64_t operator()(int64_t row, int64_t col) const {
-    const int64_t taps = g.k_size(), positions = g.out_size();
-    return g.x_at_window(n0 + col / positions, group * g.cg + row / taps,
-                         col % positions, row % taps);
+  TPF_HOST_DEVICE Im2colRow row(int64_t r) const {
+    const int64_t taps = g.k_size();
+    Im2colRow out;
+    out.channel_offset = (group * g.cg + r / taps) * g.x_strides[1];
+    int64_t t = r % taps;
+    for (int d = 2; d >= 0; --d) {
+      out.shift[d] = (t % g.k[d]) * g.dil[d] - g.pad[d];
+      t /= g.k[d];
+    }
+    return out;
+  }
+  /**
+   * Offset in x of col(row, col), or -1 for the padding's zero. The column
+   * splits through `split` (column_split(g)): the col buffer's budget keeps
+   * a chunk's columns far below 2³¹.
+   */
+  TPF_HOST_DEVICE int64_t operator()(const Im2colRow& r,
+                                     const ColumnSplit& split,
+                                     uint32_t col) const {
+    uint32_t image, p;
+    split.positions.divmod(col, image, p);
+    int64_t offset = (n0 + image) * g.x_strides[0] + r.channel_offset;
+    for (int d = 2; d >= 0; --d) {
+      uint32_t rest, at;
+      split.out[d].divmod(p, rest, at);
+      const int64_t i = int64_t{at} * g.stride[d] + r.shift[d];
+      if (i < 0 || i >= g.in[d]) return -1;
+      offset += i * g.x_strides[2 + d];
+      p = rest;
+    }
+    return offset;
   }
 };
 
@@ -132,6 +198,15 @@ struct GroupOutput {
     return g.y_offset(n0 + col / positions, group * g.og + o_local,
                       col % positions);
   }
+  /** The same offset with the column split through `split`, as Im2col's. */
+  TPF_HOST_DEVICE int64_t operator()(int64_t o_local, const ColumnSplit& split,
+                                     uint32_t col) const {
+    uint32_t image, p;
+    split.positions.divmod(col, image, p);
+    return (n0 + image) * g.y_strides[0] +
+           (group * g.og + o_local) * g.y_strides[1] +
+           position_offset(split, p, g.y_strides + 2);
+  }
 };
 
 /**
@@ -140,6 +215,26 @@ struct GroupOutput {
  * per tap that some output position reads it through. One thread per
  * element writes it once: no atomics, and the sum's order is fixed.
  */
+/** The divisions that split a dx element of a chunk (image, ci, input
+ * position) and the position into its axes, prepared on the host. */
+struct InputSplit {
+  FastDivmod inputs, channels, in[3];
+};
+
+inline InputSplit input_split(const ConvGeometry& g) {
+  InputSplit s;
+  s.inputs = FastDivmod(static_cast<uint32_t>(g.in_size()));
+  s.channels = FastDivmod(static_cast<uint32_t>(g.cg));
+  for (int d = 0; d < 3; ++d)
+    s.in[d] = FastDivmod(static_cast<uint32_t>(g.in[d]));
+  return s;
+}
+
+/** A dx element of a group and chunk: its image, channel and position. */
+struct Col2imElement {
+  int64_t image = 0, ci = 0, at[3] = {0, 0, 0};
+};
+
 struct Col2imGather {
   ConvGeometry g;
   int64_t group = 0, n0 = 0, images = 0;
@@ -147,22 +242,62 @@ struct Col2imGather {
   TPF_HOST_DEVICE int64_t elements() const {
     return images * g.cg * g.in_size();
   }
-  /** Offset in dx of element e. */
-  TPF_HOST_DEVICE int64_t target(int64_t e) const {
-    const int64_t inputs = g.in_size();
-    return g.x_offset(n0 + e / (inputs * g.cg),
-                      group * g.cg + e / inputs % g.cg, e % inputs);
-  }
-  /** Calls f(row, col) for each col entry that sums into element e. */
-  template <class F>
-  TPF_HOST_DEVICE void for_each_source(int64_t e, F&& f) const {
-    const int64_t inputs = g.in_size(), taps = g.k_size();
-    const int64_t i = e % inputs, ci = e / inputs % g.cg;
-    const int64_t image = e / (inputs * g.cg);
-    for (int64_t t = 0; t < taps; ++t) {
-      const int64_t p = g.out_reading(i, t);
-      if (p >= 0) f(ci * taps + t, image * g.out_size() + p);
+  /** Element e, split through `split` (input_split(g)): e < 2³¹. */
+  TPF_HOST_DEVICE Col2imElement element(const InputSplit& split,
+                                        uint32_t e) const {
+    uint32_t rest, i, image, ci;
+    split.inputs.divmod(e, rest, i);
+    split.channels.divmod(rest, image, ci);
+    Col2imElement el;
+    el.image = image;
+    el.ci = ci;
+    for (int d = 2; d >= 0; --d) {
+      uint32_t q, at;
+      split.in[d].divmod(i, q, at);
+      el.at[d] = at;
+      i = q;
     }
+    return el;
+  }
+  /** Offset in dx of the element. */
+  TPF_HOST_DEVICE int64_t target(const Col2imElement& el) const {
+    return (n0 + el.image) * g.x_strides[0] +
+           (group * g.cg + el.ci) * g.x_strides[1] + el.at[0] * g.x_strides[2] +
+           el.at[1] * g.x_strides[3] + el.at[2] * g.x_strides[4];
+  }
+  /**
+   * Calls f(row, col) for each col entry that sums into the element, in
+   * tap order: each tap reaches its output position axis by axis.
+   */
+  template <class F>
+  TPF_HOST_DEVICE void for_each_source(const Col2imElement& el, F&& f) const {
+    const int64_t row0 = el.ci * g.k_size(), col0 = el.image * g.out_size();
+    for (int64_t k0 = 0; k0 < g.k[0]; ++k0) {
+      const int64_t o0 = out_along(0, el.at[0], k0);
+      if (o0 < 0) continue;
+      for (int64_t k1 = 0; k1 < g.k[1]; ++k1) {
+        const int64_t o1 = out_along(1, el.at[1], k1);
+        if (o1 < 0) continue;
+        for (int64_t k2 = 0; k2 < g.k[2]; ++k2) {
+          const int64_t o2 = out_along(2, el.at[2], k2);
+          if (o2 < 0) continue;
+          f(row0 + (k0 * g.k[1] + k1) * g.k[2] + k2,
+            col0 + (o0 * g.out[1] + o1) * g.out[2] + o2);
+        }
+      }
+    }
+  }
+
+ private:
+  /** The output index along axis d that reads input index id through tap
+   * index kd, or -1 (before the start, in a stride gap, past the end). */
+  TPF_HOST_DEVICE int64_t out_along(int d, int64_t id, int64_t kd) const {
+    const int64_t reach = id + g.pad[d] - kd * g.dil[d];
+    if (reach < 0) return -1;
+    const int64_t s = g.stride[d];
+    if (s != 1 && reach % s != 0) return -1;
+    const int64_t od = s == 1 ? reach : reach / s;
+    return od < g.out[d] ? od : -1;
   }
 };
 

@@ -231,7 +231,7 @@ TPF_HOST_DEVICE void implicit_sum_slices(const Gemm& gemm,
 inline int64_t implicit_wgrad_splits(int64_t blocks_per_split, int64_t k,
                                      int64_t slice_bytes,
                                      int64_t budget_bytes) {
-  constexpr int64_t kTargetBlocks = 1024, kMinSliceK = 256, kMaxSplits = 64;
+  constexpr int64_t kTargetBlocks = 1024, kMinSliceK = 256, kMaxSplits = 256;
   int64_t splits = (kTargetBlocks + blocks_per_split - 1) /
                    std::max<int64_t>(1, blocks_per_split);
   splits = std::min({splits, k / kMinSliceK, kMaxSplits,
