@@ -39,7 +39,7 @@ TEST_CASE("device memory is cached and counted; placements are logged" *
   { const auto t = tpf::ones({1 << 20}, tpf::float32, gpu); }
   CHECK(tpf::memory_stats(gpu).num_fresh == s.num_fresh);
 
-  // Every op but convolution has a CUDA kernel now; soft placement itself
+  // Every op has a CUDA kernel now; soft placement itself
   // is test_placement's (on the host-backed test device).
   std::ostringstream captured;
   auto* old = std::cerr.rdbuf(captured.rdbuf());
