@@ -7,9 +7,10 @@
 #       an existing BUILD_DIR gets the same options through meson configure)
 #       and bundles every libtapeflow*.so (the CUDA backend and LIBXSMM's
 #       module are dlopened, so ldd cannot see them), the test and CUDA
-#       bench binaries, mnist_cnn with a Fashion-MNIST subset, and their
-#       non-system libraries into .gpu/bundle.tar.gz (git-ignored; refused
-#       above 48 MiB). CUDA's own libraries (libcudart, libcublas,
+#       bench binaries, mnist_cnn and their non-system libraries into
+#       .gpu/bundle.tar.gz (git-ignored), with the whole Fashion-MNIST
+#       beside it in .gpu/fashion-mnist (.gpu refused above 58 MiB, as a
+#       device call carries 64 MiB with the working tree). CUDA's own libraries (libcudart, libcublas,
 #       libcublasLt .so.13) come from the GPU machine: run looks for them in
 #       /usr/local/cuda/lib64, /usr/local/cuda/targets/x86_64-linux/lib and
 #       pip's nvidia/*/lib.
@@ -30,13 +31,16 @@
 #       skipped steps. Steps, most informative first: preflight (nvidia-smi
 #       -L, ldd of the bundle; a failure ends the run at once), test_cuda,
 #       test_cuda_ops, every OpCase suite on the GPU in strict mode (an op
-#       that soft-places fails), a short mnist_cnn --device cuda:0 under the
-#       placement log (no op may soft-place), compute-sanitizer memcheck on
-#       test_cuda_ops and test_cuda, mnist_cnn for 400 steps, racecheck on
-#       test_cuda_ops, the CUDA benchmarks where built, their PyTorch peer
-#       where torch imports. Only the tests set the exit status; a test that
-#       exits 77 (no GPU case ran: the CUDA backend did not load) is
-#       reported loudly and fails it too.
+#       that soft-places fails; GPU_CHECK_JOBS of them at a time, default
+#       6), a short mnist_cnn --device cuda:0 under the placement log (no op
+#       may soft-place), mnist_cnn for its 2 epochs (passing at a test
+#       accuracy of 89.5 %), compute-sanitizer memcheck on test_cuda_ops,
+#       test_cuda and test_conv (strict, on the GPU), racecheck on
+#       test_cuda_ops, the CUDA benchmarks
+#       where built, their PyTorch peers (tools/gpu_peer_cnn.py,
+#       tools/gpu_peer_nn.py) where torch imports. Only the tests set the
+#       exit status; a test that exits 77 (no GPU case ran: the CUDA
+#       backend did not load) is reported loudly and fails it too.
 #
 #       GPU_CHECK_BUNDLE names another bundle (default .gpu/bundle.tar.gz,
 #       relative to the repository root), e.g. a fake one to try this
@@ -46,8 +50,8 @@ cd "$(dirname "$0")/.."
 
 # The OpCase tables and the other suites that run ops on a device.
 suites=(tensor elementwise reduce shape linalg activations pool norm conv
-        layers optim precision nan hardening placement device_memory
-        data_device)
+        fractional_pool nn_generic layers optim precision nan hardening
+        placement device_memory data_device dlpack profiler)
 
 # pack's build options, for meson setup and, on an existing build, configure.
 pack_options=(-Dgpu_archs=90 -Dbuildtype=release -Dcuda=enabled -Dtests=true
@@ -61,9 +65,28 @@ pack() {
   else
     meson setup "$build" "${pack_options[@]}"
   fi
-  ninja -C "$build"
+  # Only what travels: the other tests and samples would double the build.
+  local wanted=(src/libtapeflow.so src/libtapeflow_xsmm.so src/libtapeflow_cuda.so
+                tests/test_cuda tests/test_cuda_ops samples/mnist_cnn
+                benchmarks/cuda/tapeflow_bench_cuda) targets=() t
+  for s in "${suites[@]}"; do wanted+=("tests/test_$s"); done
+  # Meson 1.0 gives nvcc no dependency-file flags, so ninja never sees the
+  # headers a .cu file includes: when a header is newer than the CUDA
+  # library, its objects are compiled again.
+  local cuda_lib=$build/src/libtapeflow_cuda.so
+  if [[ -e $cuda_lib && -n $(find cuda src include \( -name '*.h*' -o \
+        -name '*.cuh' \) -newer "$cuda_lib" -print -quit) ]]; then
+    rm -f "$build"/src/libtapeflow_cuda.so.p/*.cu.o
+  fi
+  local known
+  known=$(ninja -C "$build" -t targets all | cut -d: -f1)
+  for t in "${wanted[@]}"; do
+    grep -qxF "$t" <<<"$known" && targets+=("$t")
+  done
+  ninja -C "$build" "${targets[@]}"
   local stage
   stage=$(mktemp -d)
+  mkdir -p .gpu
   mkdir -p "$stage/bin" "$stage/lib"
   # Every library and runtime-loaded module (libtapeflow_cuda, _xsmm, ...),
   # but tpf::dist's: pack builds without it (no MPI travels), so any left
@@ -93,26 +116,24 @@ pack() {
   done | sort -u | while read -r name path; do
     [[ $name =~ $skip ]] || [[ -e $stage/lib/$name ]] || cp -L "$path" "$stage/lib/$name"
   done
-  mkdir -p .gpu
-  local parts=(bin lib)
-  [[ -d $stage/data ]] && parts+=(data)
-  tar -C "$stage" -czf .gpu/bundle.tar.gz "${parts[@]}"
+  tar -C "$stage" -czf .gpu/bundle.tar.gz bin lib
   rm -rf "$stage"
+  # The device call carries at most 64 MiB: .gpu and the working tree.
   local size
-  size=$(stat -c %s .gpu/bundle.tar.gz)
-  echo "gpu_check pack: .gpu/bundle.tar.gz, $((size / 1024 / 1024)) MiB"
-  if ((size > 48 * 1024 * 1024)); then
-    echo "gpu_check pack: over the 48 MiB budget" >&2
+  size=$(du -sb .gpu | cut -f1)
+  echo "gpu_check pack: .gpu (the bundle and the data), $((size / 1024 / 1024)) MiB"
+  if ((size > 58 * 1024 * 1024)); then
+    echo "gpu_check pack: over the 58 MiB budget" >&2
     return 1
   fi
 }
 
-# The CNN sample (built without tpf::dist, so no MPI travels) and the
-# Fashion-MNIST it trains on, cut to the first 12800 training images (200
-# steps of 64) and the whole test split: 9.6 MiB gzipped. All of it (29.5
-# MiB) would not fit the budget beside the binaries.
+# The CNN sample (built without tpf::dist, so no MPI travels) into the
+# bundle, and the whole Fashion-MNIST (30 MiB, gzipped already) beside it in
+# .gpu/fashion-mnist, so that the run trains the sample's 2 epochs.
 pack_cnn_sample() {
   local build=$1 stage=$2 fashion=/usr/share/datasets/fashion-mnist
+  rm -rf .gpu/fashion-mnist
   if [[ ! -x $build/samples/mnist_cnn ]]; then
     echo "gpu_check pack: no $build/samples/mnist_cnn (samples off), not bundled"
     return 0
@@ -123,21 +144,8 @@ pack_cnn_sample() {
     return 0
   fi
   cp "$build/samples/mnist_cnn" "$stage/bin/"
-  mkdir -p "$stage/data/fashion-mnist"
-  cp "$fashion"/t10k-*-ubyte.gz "$stage/data/fashion-mnist/"
-  python3 - "$fashion" "$stage/data/fashion-mnist" 12800 <<'PY'
-import gzip, sys
-src, dst, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
-# IDX: magic, count (big-endian), then rows and columns for images.
-for name, header in (("train-images-idx3-ubyte", 16), ("train-labels-idx1-ubyte", 8)):
-    with gzip.open(f"{src}/{name}.gz") as f:
-        data = f.read()
-    record = 1
-    for at in range(8, header, 4):
-        record *= int.from_bytes(data[at:at + 4], "big")
-    with gzip.open(f"{dst}/{name}.gz", "wb") as f:
-        f.write(data[:4] + n.to_bytes(4, "big") + data[8:header + n * record])
-PY
+  mkdir -p .gpu/fashion-mnist
+  cp "$fashion"/*-ubyte.gz .gpu/fashion-mnist/
 }
 
 # ---------------------------------------------------------------- run ----
@@ -166,7 +174,7 @@ write_summary() {
     echo "gpu_check run: $status; $((SECONDS - t0))s of the ${budget}s budget"
     ((${#results[@]})) && printf '%s\n' "${results[@]}"
     # The training results and the PyTorch comparison, where they ran.
-    (cd "$out" && grep -a -h -E '^(final:|train_step_cnn_[0-9]+: torch|ops placed:)' \
+    (cd "$out" && grep -a -h -E '^(final:|ops placed:|[a-z0-9_]+: torch [0-9])' \
       train.txt bench.txt 2>/dev/null)
     echo "$((skipped_budget + skipped_cuda)) steps skipped: $skipped_budget" \
       "for the budget, $skipped_cuda with the CUDA backend not loaded (exit 77)"
@@ -379,20 +387,29 @@ run() {
       count_doctest "$test" cuda.txt
   done
 
-  local s
-  for s in "${suites[@]}"; do
-    step "$s" 60 opcase.txt "${benv[@]}" TAPEFLOW_TEST_DEVICE=cuda \
-      TAPEFLOW_TEST_STRICT_DEVICE=1 "$bin/test_$s" &&
-      count_doctest "$s" opcase.txt
-  done
+  parallel_suites 90 "$root/suites" "${benv[@]}" TAPEFLOW_TEST_DEVICE=cuda \
+    TAPEFLOW_TEST_STRICT_DEVICE=1
 
-  local cnn=$bin/mnist_cnn data=$root/data/fashion-mnist
+  local cnn=$bin/mnist_cnn data=$PWD/.gpu/fashion-mnist
   local have_cnn=0
   if [[ -x $cnn && -d $data ]]; then
     have_cnn=1
     cnn_placement "$cnn" "$data" "$root/placement.log" "${benv[@]}"
   else
     result "=== mnist_cnn: not in the bundle"
+  fi
+
+  if ((have_cnn)); then
+    # The sample's 2 epochs on the whole training set: they pass at a test
+    # accuracy of 89.5 % (the CPU's seeds 1-3 reached 89.2-90.4 %).
+    # shellcheck disable=SC2016 # expanded by that bash
+    step "mnist_cnn train" 120 train.txt bash -c '
+        set -o pipefail
+        "$@" | awk "{ print }
+          /^final:/ && match(\$0, /[0-9.]+%/) { acc = substr(\$0, RSTART, RLENGTH - 1) }
+          END { exit !(acc + 0 >= 89.5) }"' _ "${benv[@]}" "$cnn" \
+      --device cuda:0 --data-dir "$data" --epochs 2 --seed 1 &&
+      counted "mnist_cnn train (2 epochs, test accuracy >= 89.5 %)" train.txt
   fi
 
   # compute-sanitizer: the bundle's path goes to it too, since its target
@@ -407,14 +424,14 @@ run() {
       step "memcheck $test" 120 sanitizer.txt "${sanitize[@]}" --tool memcheck \
         "$bin/$test" && counted "memcheck $test" sanitizer.txt
     done
+    # The convolutions' kernels (every path of choose_conv_algo) through
+    # test_conv's OpCase tables on the GPU.
+    step "memcheck test_conv" 150 sanitizer.txt "${benv[@]}" \
+      TAPEFLOW_TEST_DEVICE=cuda TAPEFLOW_TEST_STRICT_DEVICE=1 \
+      "${sanitize[@]:${#benv[@]}}" --tool memcheck "$bin/test_conv" &&
+      counted "memcheck test_conv" sanitizer.txt
   else
     result "=== compute-sanitizer: not found"
-  fi
-
-  if ((have_cnn)); then
-    step "mnist_cnn train" 120 train.txt "${benv[@]}" "$cnn" --device cuda:0 \
-      --data-dir "$data" --epochs 2 --train-limit 12800 --seed 1 &&
-      counted "mnist_cnn train" train.txt
   fi
 
   if [[ -x $sanitizer ]]; then
@@ -434,6 +451,9 @@ run() {
       step "torch peer" 90 bench.txt python3 tools/gpu_peer_cnn.py \
         --tapeflow-json "$out/bench.json" &&
         result "=== torch peer: $(exit_words)"
+      step "torch nn peer" 90 bench.txt python3 tools/gpu_peer_nn.py \
+        --tapeflow-json "$out/bench.json" &&
+        result "=== torch nn peer: $(exit_words)"
     else
       result "=== torch peer: torch does not import ($(exit_words))"
     fi
@@ -446,6 +466,50 @@ run() {
   finish
   cat "$out/summary.txt"
   ((failed == 0 && passed > 0 && skipped_cuda == 0))
+}
+
+# parallel_suites LIMIT DIR ENV...: every OpCase suite on the GPU, up to
+# GPU_CHECK_JOBS (default 6) at a time: one GPU runs several test processes
+# side by side, and one at a time would spend most of the budget on the
+# host side of the tests. Each suite's output goes to DIR/NAME.txt, then to
+# opcase.txt in the suites' order; each is counted as step would count it.
+parallel_suites() {
+  local limit=$1 dir=$2 jobs=${GPU_CHECK_JOBS:-6} s
+  shift 2
+  local left=$((budget - (SECONDS - t0) - kill_after - 1))
+  if ((left < 5)); then
+    skipped_budget=$((skipped_budget + ${#suites[@]}))
+    result "=== skipped the OpCase suites (budget)"
+    return
+  fi
+  ((limit > left)) && limit=$left
+  mkdir -p "$dir"
+  touch "$out/opcase.txt"
+  status="running the OpCase suites, $jobs at a time (limit ${limit}s each) since $((SECONDS - t0))s"
+  write_summary
+  echo "=== OpCase suites, $jobs at a time (limit ${limit}s each)"
+  local -A started
+  for s in "${suites[@]}"; do
+    while (($(jobs -rp | wc -l) >= jobs)); do wait -n; done
+    started[$s]=$SECONDS
+    (
+      timeout -k "$kill_after" "$limit" "$@" "$bin/test_$s" </dev/null \
+        >"$dir/$s.txt" 2>&1
+      echo $? >"$dir/$s.rc"
+    ) &
+  done
+  wait
+  for s in "${suites[@]}"; do
+    log_start=$(wc -l <"$out/opcase.txt" 2>/dev/null || echo 0)
+    rc=$(cat "$dir/$s.rc" 2>/dev/null || echo 1)
+    {
+      echo "=== $s (limit ${limit}s, parallel)"
+      cat "$dir/$s.txt"
+      echo "=== $s: exit $rc"
+    } >>"$out/opcase.txt"
+    count_doctest "$s" opcase.txt
+  done
+  status="running"
 }
 
 # cnn_placement CNN DATA LOG ENV...: mnist_cnn --device cuda:0 for 128

@@ -8,15 +8,18 @@ per iteration on a fixed random batch on cuda:0, each step ended by a
 synchronization as in the tapeflow case. TF32 is off for matmuls and cuDNN
 convolutions: tapeflow's default precision ("highest") multiplies in float32.
 
-Prints images/s per batch size. With --tapeflow-json (the benchmark JSON of
+Prints images/s per batch size (with --profile, also torch.profiler's
+per-kernel table of ten steps). With --tapeflow-json (the benchmark JSON of
 tapeflow_bench_cuda) it also prints, per batch size, tapeflow's images/s,
 PyTorch's and their ratio. Exits 0 with a message where torch or a CUDA
 device is missing, so that tools/gpu_check.sh can call it anywhere.
 """
 import argparse
-import json
 import sys
-import time
+
+import gpu_peer_common as common
+
+TOOL = "gpu_peer_cnn"
 
 BATCHES = (64, 512)
 
@@ -30,8 +33,8 @@ def peer_model(torch):
         nn.Dropout(0.5), nn.Linear(1024, 10))
 
 
-def images_per_second(torch, batch, warmup, seconds, repeats):
-    """The best of `repeats` timings of about `seconds` each, after warm-up."""
+def cnn_step(torch, batch):
+    """One synchronized training step of the peer model at `batch`."""
     device = torch.device("cuda:0")
     torch.manual_seed(7)
     model = peer_model(torch).to(device).train()
@@ -45,68 +48,50 @@ def images_per_second(torch, batch, warmup, seconds, repeats):
         loss_fn(model(x), y).backward()
         adam.step()
         torch.cuda.synchronize(device)
+    return step
 
-    for _ in range(warmup):
+
+def print_profile(torch, batch, steps=10):
+    """torch.profiler's per-kernel table of `steps` steps after warm-up."""
+    step = cnn_step(torch, batch)
+    for _ in range(5):
         step()
-    best = 0.0
-    for _ in range(repeats):
-        steps, start = 0, time.perf_counter()
-        while True:
+    activities = [torch.profiler.ProfilerActivity.CPU,
+                  torch.profiler.ProfilerActivity.CUDA]
+    with torch.profiler.profile(activities=activities) as prof:
+        for _ in range(steps):
             step()
-            steps += 1
-            elapsed = time.perf_counter() - start
-            if elapsed >= seconds:
-                break
-        best = max(best, steps * batch / elapsed)
-    return best
+    print(f"torch train_step_cnn_{batch}, {steps} steps:")
+    print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=25,
+                                    max_name_column_width=70))
 
 
 def tapeflow_rates(path):
     """images/s of train_step_cnn_<batch>/tapeflow in a benchmark JSON."""
-    try:
-        with open(path) as f:
-            runs = json.load(f).get("benchmarks", [])
-    except (OSError, ValueError) as e:
-        # The benchmark crashed or timed out: the peer's numbers still count.
-        print(f"gpu_peer_cnn: no tapeflow results ({e})")
-        return {}
     rates = {}
-    for run in runs:
-        name = run.get("name", "")
-        if (name.startswith("train_step_cnn_") and
-                name.split("/")[1:2] == ["tapeflow"] and "images" in run):
-            batch = int(name.split("/")[0].rsplit("_", 1)[1])
-            rates[batch] = max(rates.get(batch, 0.0), float(run["images"]))
+    for case, runs in common.tapeflow_runs(path, TOOL).items():
+        if not case.startswith("train_step_cnn_"):
+            continue
+        batch = int(case.rsplit("_", 1)[1])
+        for run in runs:
+            if "images" in run:
+                rates[batch] = max(rates.get(batch, 0.0), float(run["images"]))
     return rates
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--tapeflow-json",
-                        help="tapeflow_bench_cuda's --benchmark_out file")
-    parser.add_argument("--warmup", type=int, default=5)
-    parser.add_argument("--seconds", type=float, default=1.0,
-                        help="length of one timing")
-    parser.add_argument("--repeats", type=int, default=3)
+    common.add_timing_arguments(parser, warmup=5, seconds=1.0)
+    parser.add_argument("--profile", action="store_true",
+                        help="also print torch.profiler's kernel table")
     args = parser.parse_args()
-    try:
-        import torch
-    except ImportError as e:
-        print(f"gpu_peer_cnn: PyTorch is not importable ({e}); nothing to run")
+    torch = common.load_torch(TOOL)
+    if torch is None:
         return 0
-    if not torch.cuda.is_available():
-        print(f"gpu_peer_cnn: torch {torch.__version__} sees no CUDA device; "
-              "nothing to run")
-        return 0
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
-    print(f"gpu_peer_cnn: torch {torch.__version__}, CUDA {torch.version.cuda}, "
-          f"cuDNN {torch.backends.cudnn.version()}, "
-          f"{torch.cuda.get_device_name(0)}, TF32 off")
     ours = tapeflow_rates(args.tapeflow_json) if args.tapeflow_json else {}
     for batch in BATCHES:
-        theirs = images_per_second(torch, batch, args.warmup, args.seconds,
-                                   args.repeats)
+        theirs = batch / common.seconds_per_call(
+            cnn_step(torch, batch), args.warmup, args.seconds, args.repeats)
         line = f"train_step_cnn_{batch}: torch {theirs:.0f} images/s"
         if batch in ours:
             line += (f", tapeflow {ours[batch]:.0f} images/s, "
@@ -114,6 +99,8 @@ def main():
         elif args.tapeflow_json:
             line += ", tapeflow: no result in " + args.tapeflow_json
         print(line, flush=True)
+        if args.profile:
+            print_profile(torch, batch)
     return 0
 
 

@@ -189,6 +189,7 @@ int main(int argc, char** argv) {
   register_copy_cases(devices);
   register_op_cases();
   register_gemm_cases();
+  register_nn_cases();
   register_train_cases();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

@@ -33,6 +33,8 @@ void reg(const std::string& name, benchmark::TimeUnit unit, Args... args) {
 void register_op_cases();
 /** GEMM through tapeflow and through cublasGemmEx (bench_cuda_gemm.cpp). */
 void register_gemm_cases();
+/** The CPU suite's conv, pooling and batch-norm cases (bench_cuda_nn.cpp). */
+void register_nn_cases();
 /** The samples' CNN training step (bench_cuda_train.cpp). */
 void register_train_cases();
 

@@ -5,11 +5,18 @@
 // (precision "highest", tapeflow's default). Each step ends in a
 // synchronization, as the sample's per-step loss read does. Its peer is
 // tools/gpu_peer_cnn.py (PyTorch, same model, optimizer and batches, TF32 off).
+//
+// TAPEFLOW_BENCH_PROFILE=1 also prints the profiler's per-op table of a few
+// more steps to stderr; under CUDA_LAUNCH_BLOCKING=1 each op's host time
+// includes its kernels, so the table says where the GPU step goes.
+#include <cstdlib>
+#include <iostream>
 #include <string>
 #include <vector>
 
 #include "bench_cuda.hpp"
 #include "common/models.hpp"
+#include "tapeflow/profiler.hpp"
 
 namespace tpf = tapeflow;
 namespace nn = tapeflow::nn;
@@ -19,6 +26,13 @@ namespace {
 
 /** Steps before timing: weights, Adam's slots, the arena and cuBLAS warm. */
 constexpr int kWarmupSteps = 5;
+/** Steps in the TAPEFLOW_BENCH_PROFILE table. */
+constexpr int kProfiledSteps = 10;
+
+bool profile_requested() {
+  const char* env = std::getenv("TAPEFLOW_BENCH_PROFILE");
+  return env && std::string(env) == "1";
+}
 
 void train_step_cnn(benchmark::State& state, int64_t batch) {
   using tpf::config::Float32Precision;
@@ -49,6 +63,13 @@ void train_step_cnn(benchmark::State& state, int64_t batch) {
   try {
     for (int i = 0; i < kWarmupSteps; ++i) step();
     for (auto _ : state) step();
+    if (profile_requested()) {
+      tpf::profiler::start();
+      for (int i = 0; i < kProfiledSteps; ++i) step();
+      std::cerr << "train_step_cnn_" << batch << ", " << kProfiledSteps
+                << " steps:\n"
+                << tpf::profiler::stop().table();
+    }
   } catch (const tpf::Error& e) {
     // A missing kernel or an out-of-memory error ends this case only.
     state.SkipWithError(e.what());
