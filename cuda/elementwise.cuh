@@ -1,6 +1,7 @@
 #pragma once
 // Elementwise launches over the shared LoopPlan: a grid-stride loop whose
-// index is decomposed into per-operand offsets (skipped when all are flat).
+// index is decomposed into per-operand offsets (skipped when all are flat;
+// core/strided_offsets.hpp below 2³¹ elements).
 // Flat launches of bodies that can (below) take a vector path instead: one
 // 128-bit load per operand and one 128-bit store per step, four floats or
 // two doubles at a time (CUDA.md §4, llm.c's Packed128).
@@ -8,10 +9,12 @@
 #include <array>
 #include <concepts>
 #include <cstdint>
+#include <limits>
 
 #include "check.hpp"
 #include "context.hpp"
 #include "core/loop_plan.hpp"
+#include "core/strided_offsets.hpp"
 #include "core/vector_split.hpp"
 
 namespace tapeflow::cuda {
@@ -20,14 +23,22 @@ template <int N>
 struct DevicePlan {
   int rank;
   bool flat;
+  // Below 2³¹ elements the index splits through FastDivmods (a few
+  // instructions per axis), else through 64-bit divisions (dozens).
+  bool index32;
   int64_t flat_stride[N];  // 1, or 0 for a single broadcast element
   int64_t numel;
   int64_t shape[kMaxRank];
+  FastDivmod extents[kMaxRank];  // shape's, when index32
   int64_t strides[N][kMaxRank];
 
   __device__ void offsets(int64_t i, int64_t (&off)[N]) const {
     if (flat) {
       for (int k = 0; k < N; ++k) off[k] = i * flat_stride[k];
+      return;
+    }
+    if (index32) {
+      strided_offsets<N>(static_cast<uint32_t>(i), rank, extents, strides, off);
       return;
     }
     for (int k = 0; k < N; ++k) off[k] = 0;
@@ -49,8 +60,10 @@ DevicePlan<N> device_plan(const Tensor& out,
   for (int k = 0; k < N; ++k) d.flat_stride[k] = flat_stride[k];
   const LoopPlan<N> p = plan_elementwise<N>(out, in);
   d.rank = p.rank;
+  d.index32 = d.numel <= std::numeric_limits<int32_t>::max();
   for (int i = 0; i < p.rank; ++i) {
     d.shape[i] = p.shape[i];
+    if (d.index32) d.extents[i] = FastDivmod(static_cast<uint32_t>(p.shape[i]));
     for (int k = 0; k < N; ++k) d.strides[k][i] = p.strides[k][i];
   }
   return d;

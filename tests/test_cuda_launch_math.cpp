@@ -1,12 +1,15 @@
 // White-box: the host-side policy and index math of the CUDA kernels that
 // CPU CI can check without a GPU: which cuBLAS arithmetic a matmul gets
-// (core/gemm_compute.hpp) and how the elementwise and reduction kernels cut
-// their work into 16-byte vectors and blocks (core/vector_split.hpp).
+// (core/gemm_compute.hpp), how the elementwise and reduction kernels cut
+// their work into 16-byte vectors and blocks (core/vector_split.hpp), and
+// the elementwise kernels' strided offsets (core/strided_offsets.hpp).
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <vector>
 
 #include "core/gemm_compute.hpp"
+#include "core/strided_offsets.hpp"
 #include "core/vector_split.hpp"
 #include "support/check.hpp"
 
@@ -57,6 +60,50 @@ TEST_CASE("the elementwise vectors and tail cover every element once") {
       CHECK(
           std::all_of(seen.begin(), seen.end(), [](int n) { return n == 1; }));
     }
+}
+
+TEST_CASE("strided offsets through FastDivmod equal 64-bit division") {
+  // Loops as plan_elementwise leaves them: a row broadcast (stride 0), a
+  // transposed operand, a 5-d slice with odd extents and negative strides.
+  struct Loop {
+    std::vector<int64_t> shape;
+    std::vector<std::array<int64_t, 3>> strides;  // per axis: out, a, b
+  };
+  const std::vector<Loop> loops = {
+      {{8192, 8192}, {{8192, 8192, 0}, {1, 1, 1}}},
+      {{300, 257}, {{257, 1, 257}, {1, 300, 1}}},
+      {{3, 5, 7, 2, 11},
+       {{770, -1540, 5}, {154, 308, 0}, {22, -44, 1}, {11, 22, 7}, {1, 2, 3}}},
+      {{1}, {{1, 0, 1}}},
+  };
+  for (const Loop& loop : loops) {
+    const int rank = static_cast<int>(loop.shape.size());
+    tpf::FastDivmod extents[tpf::kMaxRank];
+    int64_t strides[3][tpf::kMaxRank] = {};
+    int64_t numel = 1;
+    for (int d = 0; d < rank; ++d) {
+      extents[d] = tpf::FastDivmod(static_cast<uint32_t>(loop.shape[d]));
+      for (int k = 0; k < 3; ++k) strides[k][d] = loop.strides[d][k];
+      numel *= loop.shape[d];
+    }
+    CAPTURE(numel);
+    int64_t mismatches = 0;
+    // Every index of the small loops; a stride of indices of the large one.
+    const int64_t step = numel > 100000 ? 4099 : 1;
+    for (int64_t i = 0; i < numel; i += step) {
+      int64_t fast[3];
+      tpf::strided_offsets<3>(static_cast<uint32_t>(i), rank, extents, strides,
+                              fast);
+      int64_t slow[3] = {0, 0, 0}, rest = i;
+      for (int d = rank - 1; d >= 0; --d) {
+        for (int k = 0; k < 3; ++k)
+          slow[k] += rest % loop.shape[d] * strides[k][d];
+        rest /= loop.shape[d];
+      }
+      for (int k = 0; k < 3; ++k) mismatches += fast[k] != slow[k];
+    }
+    CHECK(mismatches == 0);
+  }
 }
 
 namespace {
