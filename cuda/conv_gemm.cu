@@ -166,15 +166,18 @@ template <class T>
 bool im2col(ConvPass pass, const ConvGeometry& g, const ConvOperands& t,
             int64_t chunk, int device) {
   const bool bias = t.bias.defined();
+  // The kernels around the GEMMs split a chunk's columns (and col2im its dx
+  // elements) in 31 bits (FastDivmod): the col budget keeps a chunk far
+  // below that, and a chunk is cut to fit when it does not.
+  const int64_t per_image = pass == ConvPass::grad_input
+                                ? std::max(g.out_size(), g.cg * g.in_size())
+                                : g.out_size();
+  chunk = std::min(chunk, std::numeric_limits<int32_t>::max() /
+                              std::max<int64_t>(1, per_image));
   // Every group and chunk has the first one's strides and at most its
   // sizes, so the first call list stands for all of them.
   const int64_t widest = std::min(chunk, g.n);
   if (widest < 1 || !runnable(im2col_calls(pass, g, 0, 0, widest, bias)))
-    return false;
-  // The kernels around the GEMMs split a chunk's columns and dx elements
-  // in 31 bits (FastDivmod); the col budget keeps both far below that.
-  constexpr int64_t kMax31 = std::numeric_limits<int32_t>::max();
-  if (widest * g.out_size() > kMax31 || widest * g.cg * g.in_size() > kMax31)
     return false;
   const ColumnSplit split = column_split(g);
   const int64_t rows = g.cg * g.k_size(), positions = g.out_size();

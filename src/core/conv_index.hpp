@@ -97,7 +97,6 @@ struct ConvGeometry {
 // pass is one GEMM: fprop Y_g = W_g·col, dgrad col = W_gᵀ·dY_g then a gather
 // into dx, wgrad dW_g += dY_g·colᵀ (beta = 1 across chunks).
 
-/** The col matrix of one group and chunk: which x element each entry is. */
 /**
  * The divisions that split a column of a chunk (image · P + position) and
  * a position into its axes, prepared on the host: out_size() < 2³¹.
@@ -137,6 +136,7 @@ struct Im2colRow {
   int64_t shift[3] = {0, 0, 0};
 };
 
+/** The col matrix of one group and chunk: which x element each entry is. */
 struct Im2col {
   ConvGeometry g;
   int64_t group = 0, n0 = 0, images = 0;
@@ -209,12 +209,6 @@ struct GroupOutput {
   }
 };
 
-/**
- * col2im as a gather: dx element e of a group and chunk (e row-major over
- * (image, ci, input position)) is the sum of at most ∏k col entries, one
- * per tap that some output position reads it through. One thread per
- * element writes it once: no atomics, and the sum's order is fixed.
- */
 /** The divisions that split a dx element of a chunk (image, ci, input
  * position) and the position into its axes, prepared on the host. */
 struct InputSplit {
@@ -235,6 +229,12 @@ struct Col2imElement {
   int64_t image = 0, ci = 0, at[3] = {0, 0, 0};
 };
 
+/**
+ * col2im as a gather: dx element e of a group and chunk (e row-major over
+ * (image, ci, input position)) is the sum of at most ∏k col entries, one
+ * per tap that some output position reads it through. One thread per
+ * element writes it once: no atomics, and the sum's order is fixed.
+ */
 struct Col2imGather {
   ConvGeometry g;
   int64_t group = 0, n0 = 0, images = 0;
