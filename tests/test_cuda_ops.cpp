@@ -1,10 +1,10 @@
 // CUDA kernels that the strict OpCase pass does not reach, against the CPU:
 // the fused optimizer updates (which run inside Optimizer steps, not as
 // ops), argmin's ties and NaN rule, max_pool2d_with_argmax's TensorFlow
-// indices, max pooling's second order (MaxPoolGather), and the data errors
-// and edge rows of matrix_inverse and one_hot, and gather with an empty
-// output. The deferred gather error is test_cuda.cpp's. Skips
-// (exit 77) where no GPU is present.
+// indices, max pooling's second order (MaxPoolGather), the data errors and
+// edge rows of matrix_inverse and one_hot, gather with an empty output, and
+// a convolution too tall for one grid along y. The deferred gather error is
+// test_cuda.cpp's. Skips (exit 77) where no GPU is present.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <iostream>
 #include <sstream>
@@ -261,6 +261,32 @@ TEST_CASE(
     CHECK_NOTHROW(out = tpf::gather(params.to(gpu), bad.to(gpu)));
     CHECK(out.shape() == tpf::Shape{1, 0});
     CHECK_NOTHROW(tpf::synchronize(gpu));
+  }
+}
+
+TEST_CASE(
+    "a convolution with more col rows than a grid has blocks along y, on the "
+    "GPU as on the CPU" *
+    doctest::skip(!has_gpu())) {
+  // 8192 in-channels × 3×3 taps = 73,728 rows of im2col's col matrix: its
+  // kernel walks rows past CUDA's 65,535 blocks along y (the strict OpCase
+  // tables stay far below).
+  const auto x = uniform64({1, 8192, 4, 4}), w = uniform64({16, 8192, 3, 3});
+  const auto dy = uniform64({1, 16, 4, 4});
+  const auto passes = [](const tpf::Tensor& xv, const tpf::Tensor& wv,
+                         const tpf::Tensor& dyv) {
+    tpf::GradientTape tape;
+    tape.watch(xv);
+    tape.watch(wv);
+    const auto y = nn::conv2d(xv, wv, {.padding = "SAME"});
+    const auto g = tape.gradient(y, {xv, wv}, {dyv});
+    return std::vector<tpf::Tensor>{y.cpu(), g[0].cpu(), g[1].cpu()};
+  };
+  const auto on_cpu = passes(x, w, dy);
+  const auto on_gpu = passes(x.to(gpu), w.to(gpu), dy.to(gpu));
+  for (size_t i = 0; i < on_cpu.size(); ++i) {
+    CAPTURE(i);
+    CHECK_CLOSE(on_gpu[i], on_cpu[i], 1e-10, 1e-10);
   }
 }
 
