@@ -1,0 +1,26 @@
+#pragma once
+// The filter gradient of float32 2-d convolutions whose input has one or two
+// channels (grayscale first layers) at stride 1, over plain NCHW, in xsimd
+// batches along the output rows (conv_few_channels.cpp). oneDNN does it
+// poorly: its blocked kernel pads the channels to 8 (AVX2) or 16, and its
+// GEMM kernel on plain layouts runs on one thread.
+#include "ops/nn/conv_ops.hpp"
+
+namespace tapeflow::cpu {
+
+/**
+ * True when few_channels_conv_grad_filter takes a float32 convolution of x
+ * (N, C, H, W) by a filter (O, C, KH, KW) with attributes `a`.
+ */
+bool few_channels_conv_applies(const ConvAttrs& a, const Shape& x,
+                               const Shape& filter);
+
+/**
+ * dw of conv(x, w) given dy; contiguous operands. Each output channel is
+ * summed by one thread in a fixed order: the result does not depend on the
+ * thread count.
+ */
+void few_channels_conv_grad_filter(const ConvAttrs& a, const Tensor& x,
+                                   const Tensor& dy, Tensor& dw);
+
+}  // namespace tapeflow::cpu

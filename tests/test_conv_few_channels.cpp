@@ -1,0 +1,157 @@
+// The filter gradient of one- and two-channel stride-1 convolutions
+// (src/cpu/conv_few_channels.cpp) against the float64 direct loops, on
+// geometries that exercise its staging (asymmetric padding, dilation, rows
+// that end inside a batch) and its register blocks (odd output-channel counts,
+// filter rows longer than one block); which convolutions it takes; that
+// conv2d's gradients reach it; and the one-channel convolutions it leaves to
+// oneDNN's GEMM kernel. White-box.
+#include <string>
+#include <tuple>
+
+#include "cpu/conv_direct.hpp"
+#include "cpu/conv_few_channels.hpp"
+#include "support/check.hpp"
+
+using testing::uniform64;
+using V = std::vector<int64_t>;
+
+namespace {
+
+tpf::ConvAttrs attrs(const V& dilations, const V& pads) {
+  tpf::ConvAttrs a;
+  a.strides = {1, 1};
+  a.dilations = {dilations[0], dilations[1]};
+  a.pads_before = {pads[0], pads[2]};
+  a.pads_after = {pads[1], pads[3]};
+  return a;
+}
+
+struct Geometry {
+  V x, w, dilations, pads;
+};
+
+}  // namespace
+
+TEST_CASE("few-channel filter gradient equals the direct loops") {
+  const std::vector<Geometry> table = {
+      {{4, 1, 28, 28}, {32, 1, 5, 5}, {1, 1}, {2, 2, 2, 2}},  // the sample's
+      {{3, 2, 9, 13}, {5, 2, 3, 3}, {1, 1}, {1, 1, 1, 1}},
+      {{2, 1, 7, 30}, {3, 1, 4, 4}, {1, 1}, {0, 0, 0, 0}},
+      {{1, 2, 6, 5}, {1, 2, 2, 7}, {1, 1}, {0, 1, 3, 2}},    // kw 7: 6 + 1
+      {{2, 1, 11, 17}, {4, 1, 3, 2}, {2, 3}, {1, 0, 0, 2}},  // dilated
+      {{2, 1, 4, 3}, {2, 1, 1, 1}, {1, 1}, {0, 0, 0, 0}},    // 1x1, 3 wide
+      {{1, 1, 3, 40}, {7, 1, 3, 13}, {1, 1}, {1, 1, 6, 6}},  // kw 13: 6+6+1
+  };
+  for (const Geometry& t : table) {
+    CAPTURE(t.x);
+    CAPTURE(t.w);
+    const tpf::ConvAttrs a = attrs(t.dilations, t.pads);
+    REQUIRE(tpf::cpu::few_channels_conv_applies(a, tpf::Shape(t.x),
+                                                tpf::Shape(t.w)));
+    const auto x = uniform64(tpf::Shape(t.x));
+    const auto dy = uniform64(a.output_shape(x.shape(), tpf::Shape(t.w)));
+    auto expected = tpf::empty(tpf::Shape(t.w), tpf::float64);
+    tpf::cpu::conv_direct_grad_filter(a, x, dy, expected);
+    // Each output channel is summed by one thread in a fixed order: bitwise
+    // the same at 1 and 2 threads.
+    const int saved = tpf::config::intra_op_threads();
+    tpf::Tensor by_threads[2];
+    for (int threads : {1, 2}) {
+      tpf::config::set_intra_op_threads(threads);
+      by_threads[threads - 1] = tpf::empty(tpf::Shape(t.w), tpf::float32);
+      tpf::cpu::few_channels_conv_grad_filter(a, x.cast(tpf::float32),
+                                              dy.cast(tpf::float32),
+                                              by_threads[threads - 1]);
+    }
+    tpf::config::set_intra_op_threads(saved);
+    CHECK_CLOSE(by_threads[0].cast(tpf::float64), expected, 1e-4, 1e-4);
+    CHECK(tpf::max(tpf::abs(by_threads[0] - by_threads[1])).item<float>() ==
+          0.0f);
+  }
+}
+
+TEST_CASE("few-channel filter gradient: which convolutions it takes") {
+  const tpf::Shape x{2, 1, 8, 8}, w{4, 1, 3, 3};
+  const tpf::ConvAttrs plain = attrs({1, 1}, {1, 1, 1, 1});
+  CHECK(tpf::cpu::few_channels_conv_applies(plain, x, w));
+  CHECK(tpf::cpu::few_channels_conv_applies(plain, {2, 2, 8, 8}, {4, 2, 3, 3}));
+  CHECK_FALSE(
+      tpf::cpu::few_channels_conv_applies(plain, {2, 3, 8, 8}, {4, 3, 3, 3}));
+  tpf::ConvAttrs strided = plain;
+  strided.strides = {1, 2};
+  CHECK_FALSE(tpf::cpu::few_channels_conv_applies(strided, x, w));
+  tpf::ConvAttrs grouped = plain;
+  grouped.groups = 2;
+  CHECK_FALSE(
+      tpf::cpu::few_channels_conv_applies(grouped, {2, 2, 8, 8}, {4, 1, 3, 3}));
+  tpf::ConvAttrs one_d;
+  one_d.strides = one_d.dilations = {1};
+  one_d.pads_before = one_d.pads_after = {0};
+  CHECK_FALSE(tpf::cpu::few_channels_conv_applies(one_d, {2, 1, 8}, {4, 1, 3}));
+  // Staged planes past 16 MiB, or dimensions that would overflow their size,
+  // stay with oneDNN.
+  CHECK_FALSE(tpf::cpu::few_channels_conv_applies(plain, {1, 1, 4096, 4096},
+                                                  {1, 1, 3, 3}));
+  tpf::ConvAttrs huge_dilation = plain;
+  huge_dilation.dilations = {1, int64_t{1} << 40};
+  CHECK_FALSE(tpf::cpu::few_channels_conv_applies(huge_dilation, x, w));
+  tpf::ConvAttrs huge_pad = plain;
+  huge_pad.pads_after = {1, int64_t{1} << 40};
+  CHECK_FALSE(tpf::cpu::few_channels_conv_applies(huge_pad, x, w));
+}
+
+TEST_CASE("conv2d's float32 filter gradient of a grayscale layer") {
+  // The path a tape takes for a first layer (x unwatched) and for a middle
+  // one (x watched), against float64, with NCHW/OIHW and NHWC/HWIO operands.
+  const auto x = uniform64({3, 1, 12, 10});
+  const auto w = uniform64({6, 1, 5, 5});
+  for (bool watch_x : {false, true})
+    for (const std::string format : {"NCHW", "NHWC"}) {
+      CAPTURE(watch_x);
+      CAPTURE(format);
+      const bool last = format == "NHWC";
+      tpf::Tensor grads[2];
+      for (auto dt : {tpf::float64, tpf::float32}) {
+        auto xi =
+            (last ? tpf::transpose(x, {0, 2, 3, 1}).contiguous() : x).cast(dt);
+        const auto wi =
+            (last ? tpf::transpose(w, {2, 3, 1, 0}).contiguous() : w).cast(dt);
+        tpf::GradientTape tape;
+        if (watch_x) tape.watch(xi);
+        tape.watch(wi);
+        const auto y =
+            tpf::nn::conv2d(xi, wi, {.padding = "SAME", .data_format = format});
+        const auto loss = tpf::sum(y * y);
+        grads[dt == tpf::float32] =
+            tape.gradient(loss, {wi})[0].cast(tpf::float64);
+      }
+      CHECK_CLOSE(grads[1], grads[0], 1e-4, 1e-4);
+    }
+}
+
+TEST_CASE("one-channel filter gradients the kernel leaves to oneDNN's GEMM") {
+  // Strided 2-d, 1-d and 3-d convolutions of one input channel take oneDNN's
+  // plain-layout GEMM kernel instead of its channel-padding blocked one.
+  using ConvFn = tpf::Tensor (*)(const tpf::Tensor&, const tpf::Tensor&,
+                                 const tpf::nn::ConvOptions&);
+  const std::vector<std::tuple<ConvFn, V, V, int64_t>> cases = {
+      {tpf::nn::conv2d, {3, 1, 13, 11}, {4, 1, 5, 3}, 2},
+      {tpf::nn::conv1d, {2, 1, 17}, {5, 1, 4}, 1},
+      {tpf::nn::conv3d, {2, 1, 6, 7, 5}, {3, 1, 3, 2, 3}, 2},
+  };
+  for (const auto& [conv, xdims, wdims, stride] : cases) {
+    CAPTURE(xdims);
+    const auto x = uniform64(tpf::Shape(xdims));
+    const auto w = uniform64(tpf::Shape(wdims));
+    tpf::Tensor grads[2];
+    for (auto dt : {tpf::float64, tpf::float32}) {
+      const auto xi = x.cast(dt), wi = w.cast(dt);
+      tpf::GradientTape tape;
+      tape.watch(wi);
+      const auto y = conv(xi, wi, {.strides = {stride}, .padding = "SAME"});
+      grads[dt == tpf::float32] =
+          tape.gradient(tpf::sum(y * y), {wi})[0].cast(tpf::float64);
+    }
+    CHECK_CLOSE(grads[1], grads[0], 1e-4, 1e-4);
+  }
+}
