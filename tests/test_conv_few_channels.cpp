@@ -88,10 +88,12 @@ TEST_CASE("few-channel filter gradient: which convolutions it takes") {
   one_d.strides = one_d.dilations = {1};
   one_d.pads_before = one_d.pads_after = {0};
   CHECK_FALSE(tpf::cpu::few_channels_conv_applies(one_d, {2, 1, 8}, {4, 1, 3}));
-  // Staged planes past 16 MiB, or dimensions that would overflow their size,
-  // stay with oneDNN.
+  // Staged planes past 16 MiB, filters of more than 2^18 elements, or
+  // dimensions that would overflow their size, stay with oneDNN.
   CHECK_FALSE(tpf::cpu::few_channels_conv_applies(plain, {1, 1, 4096, 4096},
                                                   {1, 1, 3, 3}));
+  CHECK_FALSE(tpf::cpu::few_channels_conv_applies(plain, {1, 1, 64, 64},
+                                                  {1024, 1, 17, 17}));
   tpf::ConvAttrs huge_dilation = plain;
   huge_dilation.dilations = {1, int64_t{1} << 40};
   CHECK_FALSE(tpf::cpu::few_channels_conv_applies(huge_dilation, x, w));

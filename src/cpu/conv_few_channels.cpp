@@ -27,6 +27,8 @@ using Floats = std::vector<float, xsimd::aligned_allocator<float, 64>>;
 
 /** The largest staged input plane, in floats (16 MiB). */
 constexpr int64_t kMaxPlane = int64_t{1} << 22;
+/** The most filter elements (O x C x KH x KW) the kernel takes. */
+constexpr int64_t kMaxAccumulators = int64_t{1} << 18;
 /** Multiply-adds below which a kernel stays on the calling thread. */
 constexpr int64_t kWorkPerThread = int64_t{1} << 17;
 /** Output channels x filter taps per register block: 12 accumulators. */
@@ -204,7 +206,9 @@ bool few_channels_conv_applies(const ConvAttrs& a, const Shape& x,
   const Geometry g(a, x, filter);
   if (g.oh <= 0 || g.ow <= 0) return false;
   const int64_t plane = g.plane_h * g.row;
-  return plane <= kMaxPlane && g.c * g.kw <= kMaxPlane / plane;
+  if (plane > kMaxPlane || g.c * g.kw > kMaxPlane / plane) return false;
+  // Each thread keeps a batch per filter element: at most 8 MiB (AVX2).
+  return g.o * g.taps() <= kMaxAccumulators;
 }
 
 void few_channels_conv_grad_filter(const ConvAttrs& a, const Tensor& x,
