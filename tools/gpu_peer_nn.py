@@ -1,8 +1,10 @@
-"""PyTorch peer of tapeflow_bench_cuda's nn cases (CUDA.md section 7 "NN").
+"""PyTorch peer of tapeflow_bench_cuda's nn and small-op cases (CUDA.md 7).
 
 The shapes of benchmarks/bench_cases.hpp: conv2d a, b and c (stride 1, pad
 on every side) forward and train, max_pool2d 2x2 stride 2 on both pool
-shapes and batch norm (training) on 64x64x56x56, float32 on cuda:0. "train"
+shapes and batch norm (training) on 64x64x56x56, float32 on cuda:0; and
+small_ops_1K_pipelined, a chain of 64 dependent elementwise ops on 1K
+elements with one synchronization at the end (bench_cuda.cpp's). "train"
 is the forward and the gradients of every input given a fixed dy, as in
 benchmarks/cuda/bench_cuda_nn.cpp; each iteration ends in a synchronization.
 TF32 is off (tapeflow's "highest" multiplies in float32); cuDNN picks its
@@ -20,6 +22,8 @@ import gpu_peer_common as common
 
 TOOL = "gpu_peer_nn"
 
+# Ops per iteration of small_ops_1K_pipelined (bench_cuda.cpp's kSmallOpChain).
+SMALL_OP_CHAIN = 64
 # (name, n, c, o, hw, k, pad): bench_cases.hpp's kConvShapes.
 CONV_SHAPES = (("a", 64, 1, 32, 28, 5, 2), ("b", 64, 32, 64, 14, 5, 2),
                ("c", 32, 64, 64, 56, 3, 1))
@@ -69,6 +73,15 @@ def cases(torch):
     fwd = lambda: torch.nn.functional.batch_norm(
         x, None, None, scale, offset, training=True, eps=BN_EPS)
     out.append(("batch_norm_train", timed(fwd, [x, scale, offset], dy, True)))
+    b = torch.full((1024,), 0.5, device=device)
+    c = torch.full((1024,), 0.999, device=device)
+
+    def small_ops():
+        y = c
+        for i in range(SMALL_OP_CHAIN):
+            y = y + b if i % 2 else y * c
+        torch.cuda.synchronize(device)
+    out.append(("small_ops_1K_pipelined", small_ops))
     return out
 
 

@@ -148,6 +148,30 @@ void small_add_tapeflow(benchmark::State& state) {
   }
 }
 
+/** Ops per iteration of the pipelined small-op case. */
+constexpr int kSmallOpChain = 64;
+
+/**
+ * CUDA.md's small-op case: a chain of dependent elementwise ops on 1K-element
+ * tensors (alternately y * c and y + b), launched back to back with one
+ * synchronization at the end, as an eager training loop issues them. The
+ * us_per_op counter is the wall time per op (target: at most 5 us; PyTorch
+ * eager takes about 7); tools/gpu_peer_nn.py times the same chain in torch.
+ */
+void small_ops_pipelined_tapeflow(benchmark::State& state) {
+  const tpf::Tensor b = tpf::full({1024}, 0.5, tpf::float32, gpu0);
+  const tpf::Tensor c = tpf::full({1024}, 0.999, tpf::float32, gpu0);
+  for (auto _ : state) {
+    tpf::Tensor y = c;
+    for (int i = 0; i < kSmallOpChain; ++i) y = i % 2 ? y + b : y * c;
+    tpf::synchronize(gpu0);
+    benchmark::DoNotOptimize(y);
+  }
+  state.counters["us_per_op"] = benchmark::Counter(
+      1e-6 * kSmallOpChain, benchmark::Counter::kIsIterationInvariantRate |
+                                benchmark::Counter::kInvert);
+}
+
 std::string size_name(int64_t bytes) {
   return std::to_string(bytes / kMiB) + "MiB";
 }
@@ -174,6 +198,8 @@ void register_copy_cases(int devices) {
         bytes);
   }
   reg("small_add_4/tapeflow", kMicrosecond, small_add_tapeflow);
+  reg("small_ops_1K_pipelined/tapeflow", kMicrosecond,
+      small_ops_pipelined_tapeflow);
 }
 
 }  // namespace
