@@ -5,6 +5,8 @@
 // filter rows longer than one block); which convolutions it takes; that
 // conv2d's gradients reach it; and the one-channel convolutions it leaves to
 // oneDNN's GEMM kernel. White-box.
+#include <cmath>
+#include <limits>
 #include <string>
 #include <tuple>
 
@@ -41,6 +43,12 @@ TEST_CASE("few-channel filter gradient equals the direct loops") {
       {{2, 1, 11, 17}, {4, 1, 3, 2}, {2, 3}, {1, 0, 0, 2}},  // dilated
       {{2, 1, 4, 3}, {2, 1, 1, 1}, {1, 1}, {0, 0, 0, 0}},    // 1x1, 3 wide
       {{1, 1, 3, 40}, {7, 1, 3, 13}, {1, 1}, {1, 1, 6, 6}},  // kw 13: 6+6+1
+      // 5 channels over 2 threads: blocks of 2, 2 and 1.
+      {{8, 1, 28, 28}, {5, 1, 5, 5}, {1, 1}, {2, 2, 2, 2}},
+      // Filter columns that see only padding: whole staged planes are zero.
+      {{1, 1, 4, 1}, {2, 1, 1, 11}, {1, 1}, {0, 0, 10, 0}},
+      // Pads past the dilated filter's extent.
+      {{2, 2, 5, 6}, {3, 2, 2, 3}, {2, 1}, {4, 5, 3, 4}},
   };
   for (const Geometry& t : table) {
     CAPTURE(t.x);
@@ -68,6 +76,22 @@ TEST_CASE("few-channel filter gradient equals the direct loops") {
     CHECK(tpf::max(tpf::abs(by_threads[0] - by_threads[1])).item<float>() ==
           0.0f);
   }
+}
+
+TEST_CASE("few-channel filter gradient: an inf reaches only its taps") {
+  // x's last column is in tap 2's windows only. The staged rows run past the
+  // 6 outputs to a whole batch, and those columns meet dy's zero tail: an inf
+  // staged there would make taps 0 and 1 NaN (0 * inf).
+  const tpf::ConvAttrs a = attrs({1, 1}, {0, 0, 0, 0});
+  const tpf::Shape w{1, 1, 1, 3};
+  const auto x = tpf::concat({tpf::full({1, 1, 1, 7}, 1.0, tpf::float32),
+                              tpf::full({1, 1, 1, 1}, INFINITY, tpf::float32)},
+                             3);
+  const auto dy = tpf::full({1, 1, 1, 6}, 1.0, tpf::float32);
+  auto dw = tpf::empty(w, tpf::float32);
+  tpf::cpu::few_channels_conv_grad_filter(a, x, dy, dw);
+  CHECK(dw.to_vector<float>() ==
+        std::vector<float>{6.0f, 6.0f, std::numeric_limits<float>::infinity()});
 }
 
 TEST_CASE("few-channel filter gradient: which convolutions it takes") {

@@ -46,11 +46,12 @@ bool log_device_placement();
  * compute in float32. `medium` multiplies in bfloat16 and accumulates in
  * float32 where the CPU has native bfloat16 dot products (AVX512-BF16): about
  * twice the speed, with inputs rounded to 8 significant bits; elsewhere it
- * computes as `highest`. On a GPU, cuBLAS products follow it too: `high`
- * rounds inputs to TF32 (11 significant bits) on tensor cores and `medium`
- * to bfloat16, both accumulating in float32; cuBLAS's own
- * NVIDIA_TF32_OVERRIDE=0 turns TF32 off. Results, gradients and optimizer
- * state stay float32; float64 is never affected.
+ * computes as `highest`, and so does the filter gradient of a one- or
+ * two-channel convolution at stride 1 (a kernel of tapeflow's own). On a GPU,
+ * cuBLAS products follow it too: `high` rounds inputs to TF32 (11 significant
+ * bits) on tensor cores and `medium` to bfloat16, both accumulating in float32;
+ * cuBLAS's own NVIDIA_TF32_OVERRIDE=0 turns TF32 off. Results, gradients and
+ * optimizer state stay float32; float64 is never affected.
  */
 enum class Float32Precision { highest, high, medium };
 void set_float32_matmul_precision(Float32Precision precision);

@@ -1,7 +1,9 @@
 // The filter gradient of conv_few_channels.hpp. Each image's input planes
 // are staged zero-padded, once per filter column, so that output (oh, ow)
-// reads tap (kh, kw) at an aligned batch of plane kw's row oh + kh*dh without
-// bounds checks; dy rows are staged at the same width, zero past their end.
+// reads tap (kh, kw) at an aligned batch (8 floats with AVX2) of plane kw's
+// row oh + kh*dh without bounds checks; dy rows are staged at the same width,
+// zero past their end. Work is split over pairs of output channels, so a
+// layer with O output channels uses at most O/2 threads.
 // A register block of 2 output channels x up to 6 taps of a filter row then
 // walks the staged rows as one run: per batch, 2 + 6 aligned loads feed 12
 // multiply-adds into accumulators that stay batches until the last image.
@@ -36,7 +38,7 @@ constexpr int kGradChannels = 2;
 constexpr int kTapBlock = 6;
 
 struct Geometry {
-  int64_t n, c, ih, iw, o, kh, kw, dh, dw, pt, pl, oh, ow;
+  int64_t n, c, ih, iw, o, kh, kw, dil_h, dil_w, pt, pl, oh, ow;
   int64_t row;      // ow rounded up to whole batches
   int64_t plane_h;  // rows of a staged input plane
 
@@ -48,14 +50,14 @@ struct Geometry {
         o(w[0]),
         kh(w[2]),
         kw(w[3]),
-        dh(a.dilations[0]),
-        dw(a.dilations[1]),
+        dil_h(a.dilations[0]),
+        dil_w(a.dilations[1]),
         pt(a.pads_before[0]),
         pl(a.pads_before[1]) {
-    oh = ih + pt + a.pads_after[0] - (kh - 1) * dh;
-    ow = iw + pl + a.pads_after[1] - (kw - 1) * dw;
+    oh = ih + pt + a.pads_after[0] - (kh - 1) * dil_h;
+    ow = iw + pl + a.pads_after[1] - (kw - 1) * dil_w;
     row = (ow + L - 1) / L * L;
-    plane_h = oh + (kh - 1) * dh;
+    plane_h = oh + (kh - 1) * dil_h;
   }
   int64_t taps() const { return c * kh * kw; }
 };
@@ -75,10 +77,12 @@ struct StagedImage {
   void stage(const float* x_image) {
     for (int64_t ci = 0; ci < g.c; ++ci)
       for (int64_t j = 0; j < g.kw; ++j) {
-        // Input column c lands at column c + pl - j*dw of the staged row.
-        const int64_t shift = g.pl - j * g.dw;
+        // Input column q lands at staged column q + shift. Staged columns
+        // from ow on stay zero: they meet the zero tail of the dy rows, and
+        // an inf staged there would turn 0 * inf into a NaN.
+        const int64_t shift = g.pl - j * g.dil_w;
         const int64_t first = std::max<int64_t>(0, -shift);
-        const int64_t last = std::min(g.iw, g.row - shift);
+        const int64_t last = std::min(g.iw, g.ow - shift);
         if (first >= last) continue;
         for (int64_t r = 0; r < g.ih; ++r)
           std::memcpy(at(ci, j, r + g.pt) + first + shift,
@@ -140,16 +144,16 @@ struct GradFilterBlock {
 
   template <int CW>
   [[gnu::always_inline]] void run(int64_t j0) const {
-    const int64_t taps = g.taps(), first = (ci * g.kh + i) * g.kw + j0;
+    const int64_t taps = g.taps(), tap0 = (ci * g.kh + i) * g.kw + j0;
     B a[OCB][CW];
     for (int o = 0; o < OCB; ++o)
       for (int q = 0; q < CW; ++q)
-        a[o][q] = B::load_aligned(acc + (o * taps + first + q) * L);
+        a[o][q] = B::load_aligned(acc + (o * taps + tap0 + q) * L);
     // Staged rows are contiguous: output rows and the input rows under tap
     // row i are one run each, walked in a single loop.
     const int64_t span = g.oh * g.row;
     const float* xs[CW];
-    for (int q = 0; q < CW; ++q) xs[q] = in.at(ci, j0 + q, i * g.dh);
+    for (int q = 0; q < CW; ++q) xs[q] = in.at(ci, j0 + q, i * g.dil_h);
     for (int64_t k = 0; k < span; k += L) {
       B gv[OCB];
       for (int o = 0; o < OCB; ++o) gv[o] = B::load_aligned(dy + o * span + k);
@@ -160,7 +164,7 @@ struct GradFilterBlock {
     }
     for (int o = 0; o < OCB; ++o)
       for (int q = 0; q < CW; ++q)
-        a[o][q].store_aligned(acc + (o * taps + first + q) * L);
+        a[o][q].store_aligned(acc + (o * taps + tap0 + q) * L);
   }
 };
 
@@ -207,7 +211,8 @@ bool few_channels_conv_applies(const ConvAttrs& a, const Shape& x,
   if (g.oh <= 0 || g.ow <= 0) return false;
   const int64_t plane = g.plane_h * g.row;
   if (plane > kMaxPlane || g.c * g.kw > kMaxPlane / plane) return false;
-  // Each thread keeps a batch per filter element: at most 8 MiB (AVX2).
+  // Each thread keeps a batch per filter element: at most 8 MiB per thread
+  // with AVX2's 8-float batches.
   return g.o * g.taps() <= kMaxAccumulators;
 }
 
