@@ -1,10 +1,11 @@
-// The filter gradient of one- and two-channel stride-1 convolutions
-// (src/cpu/conv_few_channels.cpp) against the float64 direct loops, on
-// geometries that exercise its staging (asymmetric padding, dilation, rows
-// that end inside a batch) and its register blocks (odd output-channel counts,
-// filter rows longer than one block); which convolutions it takes; that
-// conv2d's gradients reach it; and the one-channel convolutions it leaves to
-// oneDNN's GEMM kernel. White-box.
+// The forward and the filter gradient of one- and two-channel stride-1
+// convolutions (src/cpu/conv_few_channels.cpp) against the float64 direct
+// loops, on geometries that exercise their staging (asymmetric padding,
+// dilation, rows that end inside a batch, planes that end inside one) and
+// their register blocks (odd output-channel counts, filter rows longer than
+// one block); which convolutions they take; that conv2d and its gradients
+// reach them; and the one-channel convolutions left to oneDNN's GEMM kernel.
+// White-box.
 #include <cmath>
 #include <limits>
 #include <string>
@@ -32,10 +33,8 @@ struct Geometry {
   V x, w, dilations, pads;
 };
 
-}  // namespace
-
-TEST_CASE("few-channel filter gradient equals the direct loops") {
-  const std::vector<Geometry> table = {
+const std::vector<Geometry>& geometries() {
+  static const std::vector<Geometry> table = {
       {{4, 1, 28, 28}, {32, 1, 5, 5}, {1, 1}, {2, 2, 2, 2}},  // the sample's
       {{3, 2, 9, 13}, {5, 2, 3, 3}, {1, 1}, {1, 1, 1, 1}},
       {{2, 1, 7, 30}, {3, 1, 4, 4}, {1, 1}, {0, 0, 0, 0}},
@@ -50,7 +49,75 @@ TEST_CASE("few-channel filter gradient equals the direct loops") {
       // Pads past the dilated filter's extent.
       {{2, 2, 5, 6}, {3, 2, 2, 3}, {2, 1}, {4, 5, 3, 4}},
   };
-  for (const Geometry& t : table) {
+  return table;
+}
+
+/** kernel(threads) at 1 and 2 threads, restoring the thread count. */
+template <class Kernel>
+std::pair<tpf::Tensor, tpf::Tensor> at_one_and_two_threads(
+    const Kernel& kernel) {
+  const int saved = tpf::config::intra_op_threads();
+  tpf::Tensor by_threads[2];
+  for (int threads : {1, 2}) {
+    tpf::config::set_intra_op_threads(threads);
+    by_threads[threads - 1] = kernel();
+  }
+  tpf::config::set_intra_op_threads(saved);
+  return {by_threads[0], by_threads[1]};
+}
+
+}  // namespace
+
+TEST_CASE("few-channel forward equals the direct loops") {
+  bool with_bias = false;
+  for (const Geometry& t : geometries()) {
+    CAPTURE(t.x);
+    CAPTURE(t.w);
+    with_bias = !with_bias;
+    const tpf::ConvAttrs a = attrs(t.dilations, t.pads);
+    const tpf::Shape ws(t.w);
+    REQUIRE(
+        tpf::cpu::few_channels_conv_forward_applies(a, tpf::Shape(t.x), ws));
+    const auto x = uniform64(tpf::Shape(t.x)), w = uniform64(ws);
+    const auto bias = uniform64({ws[0]});
+    const tpf::Shape ys = a.output_shape(x.shape(), ws);
+    auto expected = tpf::empty(ys, tpf::float64);
+    tpf::cpu::conv_direct_forward(a, x, w, expected);
+    if (with_bias) expected = expected + tpf::reshape(bias, {1, ws[0], 1, 1});
+    // Each output is summed by one thread in the filter's order: bitwise the
+    // same at 1 and 2 threads.
+    const auto [one, two] = at_one_and_two_threads([&] {
+      auto y = tpf::empty(ys, tpf::float32);
+      tpf::cpu::few_channels_conv_forward(
+          a, x.cast(tpf::float32), w.cast(tpf::float32),
+          with_bias ? bias.cast(tpf::float32) : tpf::Tensor(), y);
+      return y;
+    });
+    CHECK_CLOSE(one.cast(tpf::float64), expected, 1e-4, 1e-4);
+    CHECK(tpf::max(tpf::abs(one - two)).item<float>() == 0.0f);
+  }
+}
+
+TEST_CASE("few-channel forward: an inf reaches only the windows that hold it") {
+  // Staged rows lie back to back as y's do, so a batch of outputs spans rows:
+  // the inf at the end of row 0 must not reach row 1's outputs.
+  const tpf::ConvAttrs a = attrs({1, 1}, {0, 0, 0, 0});
+  const auto x =
+      tpf::reshape(tpf::concat({tpf::full({1, 1, 1, 7}, 1.0, tpf::float32),
+                                tpf::full({1, 1, 1, 1}, INFINITY, tpf::float32),
+                                tpf::full({1, 1, 1, 8}, 1.0, tpf::float32)},
+                               3),
+                   {1, 1, 2, 8});
+  const auto w = tpf::full({1, 1, 1, 3}, 1.0, tpf::float32);
+  auto y = tpf::empty({1, 1, 2, 6}, tpf::float32);
+  tpf::cpu::few_channels_conv_forward(a, x, w, tpf::Tensor(), y);
+  const float inf = std::numeric_limits<float>::infinity();
+  CHECK(y.to_vector<float>() ==
+        std::vector<float>{3, 3, 3, 3, 3, inf, 3, 3, 3, 3, 3, 3});
+}
+
+TEST_CASE("few-channel filter gradient equals the direct loops") {
+  for (const Geometry& t : geometries()) {
     CAPTURE(t.x);
     CAPTURE(t.w);
     const tpf::ConvAttrs a = attrs(t.dilations, t.pads);
@@ -62,19 +129,14 @@ TEST_CASE("few-channel filter gradient equals the direct loops") {
     tpf::cpu::conv_direct_grad_filter(a, x, dy, expected);
     // Each output channel is summed by one thread in a fixed order: bitwise
     // the same at 1 and 2 threads.
-    const int saved = tpf::config::intra_op_threads();
-    tpf::Tensor by_threads[2];
-    for (int threads : {1, 2}) {
-      tpf::config::set_intra_op_threads(threads);
-      by_threads[threads - 1] = tpf::empty(tpf::Shape(t.w), tpf::float32);
+    const auto [one, two] = at_one_and_two_threads([&] {
+      auto dw = tpf::empty(tpf::Shape(t.w), tpf::float32);
       tpf::cpu::few_channels_conv_grad_filter(a, x.cast(tpf::float32),
-                                              dy.cast(tpf::float32),
-                                              by_threads[threads - 1]);
-    }
-    tpf::config::set_intra_op_threads(saved);
-    CHECK_CLOSE(by_threads[0].cast(tpf::float64), expected, 1e-4, 1e-4);
-    CHECK(tpf::max(tpf::abs(by_threads[0] - by_threads[1])).item<float>() ==
-          0.0f);
+                                              dy.cast(tpf::float32), dw);
+      return dw;
+    });
+    CHECK_CLOSE(one.cast(tpf::float64), expected, 1e-4, 1e-4);
+    CHECK(tpf::max(tpf::abs(one - two)).item<float>() == 0.0f);
   }
 }
 
@@ -94,7 +156,7 @@ TEST_CASE("few-channel filter gradient: an inf reaches only its taps") {
         std::vector<float>{6.0f, 6.0f, std::numeric_limits<float>::infinity()});
 }
 
-TEST_CASE("few-channel filter gradient: which convolutions it takes") {
+TEST_CASE("few-channel kernels: which convolutions they take") {
   const tpf::Shape x{2, 1, 8, 8}, w{4, 1, 3, 3};
   const tpf::ConvAttrs plain = attrs({1, 1}, {1, 1, 1, 1});
   CHECK(tpf::cpu::few_channels_conv_applies(plain, x, w));
@@ -118,6 +180,12 @@ TEST_CASE("few-channel filter gradient: which convolutions it takes") {
                                                   {1, 1, 3, 3}));
   CHECK_FALSE(tpf::cpu::few_channels_conv_applies(plain, {1, 1, 64, 64},
                                                   {1024, 1, 17, 17}));
+  // The forward keeps no accumulators per filter element: it takes those.
+  CHECK(tpf::cpu::few_channels_conv_forward_applies(plain, {1, 1, 64, 64},
+                                                    {1024, 1, 17, 17}));
+  CHECK_FALSE(tpf::cpu::few_channels_conv_forward_applies(plain, {2, 3, 8, 8},
+                                                          {4, 3, 3, 3}));
+  CHECK_FALSE(tpf::cpu::few_channels_conv_forward_applies(strided, x, w));
   tpf::ConvAttrs huge_dilation = plain;
   huge_dilation.dilations = {1, int64_t{1} << 40};
   CHECK_FALSE(tpf::cpu::few_channels_conv_applies(huge_dilation, x, w));

@@ -1,7 +1,9 @@
 // Convolutions: float32 through oneDNN's forward (with the optional bias),
 // backward-data and backward-weights primitives on plain layouts (cached per
 // thread by shapes, attributes and operand type), float64 through the direct
-// loops of cpu/conv_direct.cpp. Under float32 precision `medium` the inputs
+// loops of cpu/conv_direct.cpp. The float32 forward and filter gradient of
+// one- and two-channel inputs at stride 1 in 2-d go to
+// cpu/conv_few_channels.cpp instead. Under float32 precision `medium` the inputs
 // of each pass reach oneDNN as bfloat16 (converted by the same reorder that
 // blocks them) and the output stays float32.
 #include <cstring>
@@ -338,8 +340,11 @@ void conv(const Conv& op, Inputs in, const Outputs& outs) {
     return;
   }
   const Tensor x = materialize(in[0]), w = materialize(in[1]);
-  if (out.dtype() == float32) {
-    const bool bf16 = multiply_in_bf16();
+  const bool bf16 = multiply_in_bf16();
+  if (out.dtype() == float32 && !bf16 &&
+      few_channels_conv_forward_applies(op.attrs, x.shape(), w.shape())) {
+    few_channels_conv_forward(op.attrs, x, w, bias, out);
+  } else if (out.dtype() == float32) {
     auto left = payload_for(outs, bf16);
     run_f32(Pass::forward, op.attrs, x, w, out, bias, bf16,
             {.leave = left.get()});
