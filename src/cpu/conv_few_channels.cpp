@@ -235,6 +235,15 @@ struct ForwardTaps {
   }
 };
 
+/** One staged image and where its output planes go. */
+struct ForwardImage {
+  const Geometry& g;
+  const StagedImage& in;
+  const ForwardTaps& taps;
+  const float* bias;  // null without a bias
+  float* y;           // the image's output, O planes of oh x ow
+};
+
 /**
  * Output channels oc .. oc+OCB-1 of one image over PB batches of positions
  * (output row r, column col is position r * ow + col, as in y): each batch
@@ -243,11 +252,7 @@ struct ForwardTaps {
  */
 template <int OCB>
 struct ForwardBlock {
-  const Geometry& g;
-  const StagedImage& in;
-  const ForwardTaps& taps;
-  const float* bias;  // null without a bias
-  float* y_image;
+  const ForwardImage& im;
   int64_t oc;
 
   template <int PB>
@@ -256,9 +261,9 @@ struct ForwardBlock {
     B a[OCB][PB];
     for (int o = 0; o < OCB; ++o)
       for (int p = 0; p < PB; ++p) a[o][p] = B(0.0f);
-    const float* x = in.planes.data() + pos;
-    const float* w = taps.weights.data() + oc;
-    for (const int64_t offset : taps.offsets) {
+    const float* x = im.in.planes.data() + pos;
+    const float* w = im.taps.weights.data() + oc;
+    for (const int64_t offset : im.taps.offsets) {
       B xv[PB];
       for (int p = 0; p < PB; ++p)
         xv[p] = in_register(B::load_unaligned(x + offset + p * L));
@@ -267,14 +272,14 @@ struct ForwardBlock {
         const B wv = in_register(B(w[o]));
         for (int p = 0; p < PB; ++p) a[o][p] = xsimd::fma(wv, xv[p], a[o][p]);
       }
-      w += g.o;
+      w += im.g.o;
     }
-    if (bias)
+    if (im.bias)
       for (int o = 0; o < OCB; ++o)
-        for (int p = 0; p < PB; ++p) a[o][p] += B(bias[oc + o]);
+        for (int p = 0; p < PB; ++p) a[o][p] += B(im.bias[oc + o]);
     // Whole batches, and at the end of a plane only what is in it.
-    const int64_t plane = g.oh * g.ow;
-    float* y = y_image + oc * plane + pos;
+    const int64_t plane = im.g.oh * im.g.ow;
+    float* y = im.y + oc * plane + pos;
     if (pos + PB * L <= plane) {
       for (int o = 0; o < OCB; ++o)
         for (int p = 0; p < PB; ++p)
@@ -293,18 +298,13 @@ struct ForwardBlock {
 
 /** One image's output channels [first, first + OCB). */
 struct ForwardChannels {
-  const Geometry& g;
-  const StagedImage& in;
-  const ForwardTaps& taps;
-  const float* bias;  // null without a bias
-  float* y_image;
+  const ForwardImage& im;
   int64_t first;
 
   template <int OCB>
   void run(int64_t start) const {
-    in_blocks<kPositionBlock>(
-        (g.oh * g.ow + L - 1) / L,
-        ForwardBlock<OCB>{g, in, taps, bias, y_image, first + start});
+    in_blocks<kPositionBlock>((im.g.oh * im.g.ow + L - 1) / L,
+                              ForwardBlock<OCB>{im, first + start});
   }
 };
 
@@ -353,21 +353,19 @@ void few_channels_conv_forward(const ConvAttrs& a, const Tensor& x,
   // stages an image once for all the units of it that it takes.
   const int64_t groups = (g.o + kForwardGroup - 1) / kForwardGroup;
   const int64_t unit_work = kForwardGroup * g.oh * g.row * g.taps();
-  parallel_for(g.n * groups, std::max<int64_t>(1, kWorkPerThread / unit_work),
-               [&](int64_t begin, int64_t end) {
-                 StagedImage in(g);
-                 int64_t staged = -1;
-                 for (int64_t u = begin; u < end; ++u) {
-                   const int64_t n = u / groups,
-                                 first = u % groups * kForwardGroup;
-                   if (n != staged)
-                     in.stage(xs + n * g.c * g.ih * g.iw), staged = n;
-                   in_blocks<kForwardChannels>(
-                       std::min(kForwardGroup, g.o - first),
-                       ForwardChannels{g, in, taps, bs,
-                                       ys + n * g.o * g.oh * g.ow, first});
-                 }
-               });
+  parallel_for(
+      g.n * groups, std::max<int64_t>(1, kWorkPerThread / unit_work),
+      [&](int64_t begin, int64_t end) {
+        StagedImage in(g);
+        int64_t staged = -1;
+        for (int64_t u = begin; u < end; ++u) {
+          const int64_t n = u / groups, first = u % groups * kForwardGroup;
+          if (n != staged) in.stage(xs + n * g.c * g.ih * g.iw), staged = n;
+          const ForwardImage image{g, in, taps, bs, ys + n * g.o * g.oh * g.ow};
+          in_blocks<kForwardChannels>(std::min(kForwardGroup, g.o - first),
+                                      ForwardChannels{image, first});
+        }
+      });
 }
 
 void few_channels_conv_grad_filter(const ConvAttrs& a, const Tensor& x,
