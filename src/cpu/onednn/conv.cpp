@@ -1,11 +1,11 @@
 // Convolutions: float32 through oneDNN's forward (with the optional bias),
 // backward-data and backward-weights primitives on plain layouts (cached per
 // thread by shapes, attributes and operand type), float64 through the direct
-// loops of cpu/conv_direct.cpp. The float32 forward and filter gradient of
-// one- and two-channel inputs at stride 1 in 2-d go to
-// cpu/conv_few_channels.cpp instead. Under float32 precision `medium` the inputs
-// of each pass reach oneDNN as bfloat16 (converted by the same reorder that
-// blocks them) and the output stays float32.
+// loops of cpu/conv_direct.cpp. The float32 filter gradient of one- and
+// two-channel inputs at stride 1 in 2-d goes to cpu/conv_few_channels.cpp
+// instead, and so does their forward outside precision `medium`, under which
+// the inputs of each pass reach oneDNN as bfloat16 (converted by the same
+// reorder that blocks them) and the output stays float32.
 #include <cstring>
 #include <dnnl.hpp>
 #include <string>
