@@ -1,6 +1,7 @@
 // tpf::io record files: CRC32C, TFRecordReader/TFRecordWriter (plain, GZIP,
-// ZLIB; corruption and truncation), and the private InputStream they share
-// with the other record readers. Example protos are in test_example.cpp.
+// ZLIB; corruption and truncation; files read ahead). The private InputStream
+// under every record reader is in test_input_stream.cpp, Example protos in
+// test_example.cpp.
 #include <unistd.h>
 #include <zlib.h>
 
@@ -11,9 +12,9 @@
 #include <utility>
 
 #include "io/crc32c_detail.hpp"
-#include "io/input_stream.hpp"
 #include "support/check.hpp"
 #include "support/temp_files.hpp"
+#include "tapeflow/config.hpp"
 #include "tapeflow/io/crc32c.hpp"
 #include "tapeflow/io/tfrecord.hpp"
 
@@ -21,6 +22,7 @@ namespace fs = std::filesystem;
 namespace io = tpf::io;
 
 using testing::deflate_bytes;
+using testing::random_bytes;
 using testing::slurp;
 using testing::spit;
 using testing::TempDir;
@@ -51,13 +53,6 @@ std::string le(uint64_t v, int bytes) {
 std::string frame(const std::string& data) {
   const std::string len = le(data.size(), 8);
   return len + le(masked(len), 4) + data + le(masked(data), 4);
-}
-
-std::string random_bytes(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::string s(n, '\0');
-  for (auto& ch : s) ch = static_cast<char>(rng());
-  return s;
 }
 
 std::vector<std::string> read_all(const std::string& path,
@@ -379,101 +374,51 @@ TEST_CASE("TFRecordReader: a damaged compressed stream is a DataLossError") {
   CHECK_THROWS_AS(read_all(path, io::Compression::kGzip), tpf::DataLossError);
 }
 
-// InputStream (private): the buffered reader under every record reader.
-
-TEST_CASE("InputStream: plain reads, skips, lines and offsets") {
+TEST_CASE("TFRecordReader: a file read ahead, records across its chunks") {
+  // Files of 1 MiB and more are read a few 256 KiB chunks ahead by a thread
+  // of their own while kernels may use two: records straddle chunks, one
+  // spans three, and errors keep their offsets.
   TempDir dir;
-  const std::string path = dir / "p.txt";
-  spit(path, "line one\r\nline two\n\nlast");
-  io::detail::InputStream in(path, io::Compression::kNone, "test_op");
-  std::string line;
-  REQUIRE(in.read_line(line));
-  CHECK(line == "line one");
-  CHECK(in.offset() == 10);
-  char buf[4];
-  REQUIRE(in.read_exact(buf, 4, "word"));
-  CHECK(std::string(buf, 4) == "line");
-  CHECK(in.skip(1) == 1);
-  REQUIRE(in.read_line(line));
-  CHECK(line == "two");
-  REQUIRE(in.read_line(line));
-  CHECK(line.empty());
-  REQUIRE(in.read_line(line));
-  CHECK(line == "last");
-  CHECK_FALSE(in.read_line(line));
-  CHECK_FALSE(in.read_exact(buf, 4, "word"));
-  CHECK(in.skip(10) == 0);
-  CHECK(in.offset() == 24);
-  CHECK_THROWS_AS(
-      io::detail::InputStream(dir / "missing", io::Compression::kNone, "op"),
-      tpf::IOError);
-}
-
-TEST_CASE("InputStream: peek and consume read the buffer in place") {
-  TempDir dir;
-  const std::string path = dir / "p.bin";
-  spit(path, "abcdefgh");
-  io::detail::InputStream in(path, io::Compression::kNone, "test_op");
-  CHECK(in.peek().empty());  // nothing is buffered before the first read
-  char c;
-  REQUIRE(in.read_exact(&c, 1, "byte"));
-  const auto rest = in.peek();
-  CHECK(std::string(rest.begin(), rest.end()) == "bcdefgh");
-  // The kernel fills a page-aligned buffer (its copy is slower into others).
-  CHECK(reinterpret_cast<uintptr_t>(rest.data() - 1) % 4096 == 0);
-  in.consume(3);
-  CHECK(in.offset() == 4);
-  CHECK(in.peek().size() == 4);
-  CHECK_THROWS_AS(in.consume(5), std::logic_error);
-  in.consume(4);
-  CHECK(in.peek().empty());
-  CHECK_FALSE(in.read_exact(&c, 1, "byte"));
-  CHECK(in.offset() == 8);
-}
-
-TEST_CASE("InputStream: GZIP, ZLIB, concatenated GZIP members") {
-  TempDir dir;
-  const std::string data = random_bytes(700000, 11);  // several buffers
-  auto read_back = [&](const std::string& bytes, io::Compression c) {
-    spit(dir / "z", bytes);
-    io::detail::InputStream in(dir / "z", c, "test_op");
-    std::string out(data.size() * 2 + 10, '\0');
-    const size_t got = in.read(out.data(), out.size());
-    out.resize(got);
-    CHECK(in.offset() == got);
-    return out;
-  };
-  CHECK(read_back(deflate_bytes(data, 31), io::Compression::kGzip) == data);
-  CHECK(read_back(deflate_bytes(data, 15), io::Compression::kZlib) == data);
-  // What `cat a.gz b.gz` makes is one stream of both.
-  CHECK(read_back(deflate_bytes(data, 31) + deflate_bytes("tail", 31),
-                  io::Compression::kGzip) == data + "tail");
-  CHECK(read_back(deflate_bytes("", 31), io::Compression::kGzip).empty());
-}
-
-TEST_CASE("InputStream: damaged compressed data is a DataLossError") {
-  TempDir dir;
-  const std::string data = random_bytes(100000, 5);
-  auto check_loss = [&](const std::string& bytes, io::Compression c,
-                        const std::string& part) {
-    spit(dir / "z", bytes);
-    io::detail::InputStream in(dir / "z", c, "test_op");
-    std::string out(data.size() + 100, '\0');
-    try {
-      in.read(out.data(), out.size());
-      FAIL("expected DataLossError");
-    } catch (const tpf::DataLossError& e) {
-      const std::string msg = e.what();
-      CHECK_MESSAGE(msg.rfind("[test_op] expected", 0) == 0, msg);
-      CHECK_MESSAGE(msg.find(dir / "z") != std::string::npos, msg);
-      CHECK_MESSAGE(msg.find(part) != std::string::npos, msg);
-    }
-  };
-  const std::string gz = deflate_bytes(data, 31);
-  check_loss(gz.substr(0, gz.size() - 5), io::Compression::kGzip,
-             "truncated stream");
-  check_loss(gz.substr(0, 1), io::Compression::kGzip, "truncated stream");
-  check_loss(deflate_bytes(data, 15) + "junk", io::Compression::kZlib,
-             "trailing bytes");
-  check_loss(data, io::Compression::kZlib, "valid compressed data");
+  const std::string path = dir / "big.tfrecord";
+  std::mt19937 rng(9);
+  std::vector<std::string> records;
+  std::vector<size_t> starts;
+  std::string file;
+  while (file.size() < (size_t{3} << 20)) {
+    const size_t n = records.size() == 20 ? 700000 : rng() % 40000;
+    records.push_back(random_bytes(n, static_cast<uint32_t>(records.size())));
+    starts.push_back(file.size());
+    file += frame(records.back());
+  }
+  spit(path, file);
+  const int threads = tpf::config::intra_op_threads();
+  const bool adapt = tpf::config::adapt_to_load();
+  tpf::config::set_adapt_to_load(false);
+  tpf::config::set_intra_op_threads(2);
+  CHECK(read_all(path) == records);
+  // The data of the record over the second chunk boundary, damaged there.
+  const size_t boundary = size_t{2} << 18;
+  size_t k = 0;
+  while (starts[k + 1] <= boundary) ++k;
+  const size_t data_start = starts[k] + 12;
+  REQUIRE(data_start < boundary);
+  REQUIRE(boundary < data_start + records[k].size());
+  std::string bad = file;
+  bad[boundary] ^= 0x08;
+  spit(path, bad);
+  check_data_loss(path, {"record data with masked CRC32C",
+                         "at byte " + std::to_string(data_start)});
+  // Cut inside the long record.
+  spit(path, file.substr(0, starts[20] + 12 + 500000));
+  check_data_loss(path, {"700000 bytes of record data, got 500000",
+                         "at byte " + std::to_string(starts[20] + 12)});
+  // Closed early, with the reading thread ahead of it.
+  spit(path, file);
+  for (int i = 0; i < 10; ++i) {
+    io::TFRecordReader r(path);
+    std::string rec;
+    CHECK(r.read(rec));
+  }
+  tpf::config::set_intra_op_threads(threads);
+  tpf::config::set_adapt_to_load(adapt);
 }

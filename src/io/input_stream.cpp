@@ -8,8 +8,11 @@
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
+#include <system_error>
 
 #include "core/op_error.hpp"
+#include "read_ahead.hpp"
+#include "tapeflow/config.hpp"
 #include "tapeflow/core/error.hpp"
 
 namespace tapeflow::io {
@@ -28,14 +31,24 @@ namespace detail {
 namespace {
 constexpr size_t kBufferBytes = size_t{1} << 18;
 constexpr size_t kMinBufferBytes = size_t{1} << 12;
+// Four chunks (1 MiB): one parsed, one being read, two of slack, so that
+// either side sleeps and wakes once per two chunks, not at every one.
+constexpr size_t kReadAheadChunks = 4;
+// Below this a thread's start (tens of microseconds) costs what it saves.
+constexpr size_t kReadAheadMinFile = 4 * kBufferBytes;
+
+// Regular files only: a pipe's read may block forever, and the destructor
+// joins the thread.
+bool wants_read_ahead(ReadAheadMode mode, const struct stat& st) {
+  if (mode == ReadAheadMode::kOff || !S_ISREG(st.st_mode)) return false;
+  return mode == ReadAheadMode::kOn ||
+         (static_cast<uint64_t>(st.st_size) >= kReadAheadMinFile &&
+          config::intra_op_threads() >= 2);
+}
 }  // namespace
 
-AlignedBuffer::AlignedBuffer(size_t size)
-    : data_(static_cast<unsigned char*>(::operator new(size, kAlign))),
-      size_(size) {}
-
 InputStream::InputStream(std::string path, Compression compression,
-                         const char* op)
+                         const char* op, ReadAheadMode read_ahead)
     : path_(std::move(path)), op_(op), compression_(compression) {
   fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd_ < 0)
@@ -45,23 +58,43 @@ InputStream::InputStream(std::string path, Compression compression,
   // A small file gets a buffer of its size: a dataset may hold many small
   // shards open at once, and a fresh 256 KiB costs page faults each time.
   size_t file_buffer = kBufferBytes;
-  struct stat st;
-  if (::fstat(fd_, &st) == 0 && S_ISREG(st.st_mode))
+  struct stat st {};
+  const bool stat_ok = ::fstat(fd_, &st) == 0;
+  if (stat_ok && S_ISREG(st.st_mode))
     file_buffer = std::clamp(static_cast<size_t>(st.st_size), kMinBufferBytes,
                              kBufferBytes);
-  buf_ = AlignedBuffer(file_buffer);
-  if (compression_ == Compression::kNone) return;
-  packed_ = AlignedBuffer(file_buffer);
-  // 15 + 16: a gzip header and trailer around the deflate data.
-  const int window = compression_ == Compression::kGzip ? 15 + 16 : 15;
-  if (inflateInit2(&zs_, window) != Z_OK) {
-    ::close(fd_);
-    throw op_error<IOError>(op_, "zlib failed to start for ", path_);
+  if (compression_ != Compression::kNone) {
+    // 15 + 16: a gzip header and trailer around the deflate data.
+    const int window = compression_ == Compression::kGzip ? 15 + 16 : 15;
+    if (inflateInit2(&zs_, window) != Z_OK) {
+      ::close(fd_);
+      throw op_error<IOError>(op_, "zlib failed to start for ", path_);
+    }
+    zs_open_ = true;
   }
-  zs_open_ = true;
+  // The file's bytes land in buf_ unless a chunk of the read-ahead holds
+  // them; compressed ones in packed_ (or a chunk), inflated into buf_.
+  const bool compressed = compression_ != Compression::kNone;
+  const bool ahead = stat_ok && wants_read_ahead(read_ahead, st);
+  if (compressed || !ahead) buf_ = AlignedBuffer(file_buffer);
+  if (compressed && !ahead) packed_ = AlignedBuffer(file_buffer);
+  if (!ahead) return;
+  try {
+    ahead_ = std::make_unique<ReadAhead>(
+        [this](unsigned char* dst, size_t n) { return read_file(dst, n); },
+        kBufferBytes, kReadAheadChunks);
+    ahead_pid_ = ::getpid();
+  } catch (const std::system_error&) {
+    // No thread to be had: read on the caller's, as without read-ahead.
+    (compressed ? packed_ : buf_) = AlignedBuffer(file_buffer);
+  }
 }
 
 InputStream::~InputStream() {
+  // Its thread reads fd_: it ends first. A forked child has no such thread
+  // to join (joining would wait forever), and leaves the memory be.
+  if (ahead_ && ::getpid() != ahead_pid_) (void)ahead_.release();
+  ahead_.reset();
   if (zs_open_) inflateEnd(&zs_);
   if (fd_ >= 0) ::close(fd_);
 }
@@ -78,7 +111,7 @@ void InputStream::overrun(size_t n) const {
                          std::to_string(buf_end_ - buf_pos_) + " buffered");
 }
 
-size_t InputStream::read_file(unsigned char* dst, size_t n) {
+size_t InputStream::read_file(unsigned char* dst, size_t n) const {
   size_t done = 0;
   while (done < n) {
     const ssize_t r = ::read(fd_, dst + done, n - done);
@@ -93,20 +126,35 @@ size_t InputStream::read_file(unsigned char* dst, size_t n) {
   return done;
 }
 
+std::span<const unsigned char> InputStream::read_chunk(
+    const AlignedBuffer& dst) {
+  if (!ahead_) return {dst.data(), read_file(dst.data(), dst.size())};
+  // A forked child has no read-ahead thread: it would wait forever.
+  if (::getpid() != ahead_pid_)
+    throw op_error<IOError>(op_, "expected the process that opened ", path_,
+                            " (pid ", ahead_pid_, "), got a forked child (pid ",
+                            ::getpid(), "): open the file again there");
+  return ahead_->next();
+}
+
 bool InputStream::fill() {
   buf_pos_ = buf_end_ = 0;
   if (compression_ == Compression::kNone) {
-    buf_end_ = read_file(buf_.data(), buf_.size());
+    const std::span<const unsigned char> chunk = read_chunk(buf_);
+    view_ = chunk.data();
+    buf_end_ = chunk.size();
     return buf_end_ > 0;
   }
+  view_ = buf_.data();
   zs_.next_out = buf_.data();
   zs_.avail_out = static_cast<uInt>(buf_.size());
   while (zs_.avail_out == buf_.size()) {
     if (zs_.avail_in == 0 && !file_ended_) {
-      const size_t got = read_file(packed_.data(), packed_.size());
-      file_ended_ = got < packed_.size();
-      zs_.next_in = packed_.data();
-      zs_.avail_in = static_cast<uInt>(got);
+      const std::span<const unsigned char> chunk = read_chunk(packed_);
+      file_ended_ = chunk.empty();
+      // zlib only reads through next_in (it is z_const under ZLIB_CONST).
+      zs_.next_in = const_cast<unsigned char*>(chunk.data());
+      zs_.avail_in = static_cast<uInt>(chunk.size());
     }
     if (stream_ended_) {
       // Concatenated gzip members (what `cat a.gz b.gz` makes) continue the
@@ -138,7 +186,8 @@ size_t InputStream::read(void* dst, size_t n) {
   while (done < n) {
     if (buf_pos_ == buf_end_) {
       // Large plain reads skip the copy through the buffer.
-      if (compression_ == Compression::kNone && n - done >= buf_.size()) {
+      if (compression_ == Compression::kNone && !ahead_ &&
+          n - done >= buf_.size()) {
         const size_t got = read_file(out + done, n - done);
         done += got;
         offset_ += got;
@@ -147,7 +196,7 @@ size_t InputStream::read(void* dst, size_t n) {
       if (!fill()) break;
     }
     const size_t take = std::min(n - done, buf_end_ - buf_pos_);
-    std::memcpy(out + done, buf_.data() + buf_pos_, take);
+    std::memcpy(out + done, view_ + buf_pos_, take);
     buf_pos_ += take;
     done += take;
     offset_ += take;
@@ -183,7 +232,7 @@ bool InputStream::read_line(std::string& line) {
   for (;;) {
     if (buf_pos_ == buf_end_ && !fill()) break;
     any = true;
-    const unsigned char* begin = buf_.data() + buf_pos_;
+    const unsigned char* begin = view_ + buf_pos_;
     const size_t avail = buf_end_ - buf_pos_;
     const auto* nl =
         static_cast<const unsigned char*>(std::memchr(begin, '\n', avail));

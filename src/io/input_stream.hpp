@@ -2,43 +2,34 @@
 // Buffered sequential reading of plain, GZIP or ZLIB files, shared by the
 // record readers (text lines, fixed-length records, TFRecord) so that every
 // one of them reports errors the same way: op, file and byte offset.
+#include <sys/types.h>
 #include <zlib.h>
 
 #include <cstdint>
 #include <memory>
-#include <new>
 #include <span>
 #include <string>
 
+#include "aligned_buffer.hpp"
 #include "tapeflow/io/compression.hpp"
 
 namespace tapeflow::io::detail {
 
-/**
- * A page-aligned byte buffer. The kernel's copy into a buffer at 8, 16 or 24
- * bytes past a 64-byte line runs at 2/3 to 1/4 of its speed into an aligned
- * one (rep movsb, measured on Zen 4), and operator new only promises 16.
- */
-class AlignedBuffer {
- public:
-  AlignedBuffer() = default;
-  explicit AlignedBuffer(size_t size);
-  unsigned char* data() const { return data_.get(); }
-  size_t size() const { return size_; }
+class ReadAhead;
 
- private:
-  static constexpr std::align_val_t kAlign{4096};
-  struct Free {
-    void operator()(unsigned char* p) const { ::operator delete(p, kAlign); }
-  };
-  std::unique_ptr<unsigned char, Free> data_;
-  size_t size_ = 0;
-};
+/**
+ * Whether a plain or compressed file is read on a thread of its own, a few
+ * 256 KiB buffers ahead (ReadAhead). kAuto: for regular files of 1 MiB and
+ * more while kernels may use two threads or more (config::intra_op_threads,
+ * which counts the cores other processes leave free).
+ */
+enum class ReadAheadMode { kAuto, kOff, kOn };
 
 class InputStream {
  public:
   /** Opens `path`; a missing or unreadable file is an IOError naming `op`. */
-  InputStream(std::string path, Compression compression, const char* op);
+  InputStream(std::string path, Compression compression, const char* op,
+              ReadAheadMode read_ahead = ReadAheadMode::kAuto);
   ~InputStream();
   InputStream(const InputStream&) = delete;
   InputStream& operator=(const InputStream&) = delete;
@@ -60,7 +51,7 @@ class InputStream {
    * wholly inside it can parse it there instead of copying it out.
    */
   std::span<const unsigned char> peek() const {
-    return {buf_.data() + buf_pos_, buf_end_ - buf_pos_};
+    return {view_ + buf_pos_, buf_end_ - buf_pos_};
   }
 
   /** Consumes the first n bytes of peek(); more is a std::logic_error. */
@@ -79,6 +70,9 @@ class InputStream {
    */
   bool read_line(std::string& line);
 
+  /** Whether a thread reads ahead (ReadAheadMode). */
+  bool reads_ahead() const { return ahead_ != nullptr; }
+
   /** Bytes of (uncompressed) data consumed so far. */
   uint64_t offset() const { return offset_; }
   const std::string& path() const { return path_; }
@@ -90,16 +84,23 @@ class InputStream {
 
  private:
   [[noreturn]] void overrun(size_t n) const;
-  bool fill();  // refills buf_ (buf_pos_ == buf_end_ before); false at end
-  size_t read_file(unsigned char* dst, size_t n);
+  bool fill();  // refills view_ (buf_pos_ == buf_end_ before); false at end
+  size_t read_file(unsigned char* dst, size_t n) const;
+  // The file's next bytes into `dst` (plain reads) or `packed_` (compressed);
+  // through ahead_ when it runs. Returns the bytes, empty at the end.
+  std::span<const unsigned char> read_chunk(const AlignedBuffer& dst);
 
   std::string path_;
   const char* op_;
   Compression compression_;
   int fd_ = -1;
   uint64_t offset_ = 0;
-  AlignedBuffer buf_;
+  AlignedBuffer buf_;  // plain data when nothing reads ahead; inflated data
+  // Where the buffered bytes are: buf_, or the read-ahead's current chunk.
+  const unsigned char* view_ = nullptr;
   size_t buf_pos_ = 0, buf_end_ = 0;
+  std::unique_ptr<ReadAhead> ahead_;
+  pid_t ahead_pid_ = 0;  // the process whose thread ahead_ runs
   // Compressed input only.
   AlignedBuffer packed_;
   z_stream zs_{};

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <random>
 #include <string>
 
 namespace testing {
@@ -31,6 +32,14 @@ struct TempDir {
     return (path / name).string();
   }
 };
+
+/** n bytes of a fixed pseudo-random stream per seed. */
+inline std::string random_bytes(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::string s(n, '\0');
+  for (auto& ch : s) ch = static_cast<char>(rng());
+  return s;
+}
 
 /** The whole file as bytes. */
 inline std::string slurp(const std::string& path) {
