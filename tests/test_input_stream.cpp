@@ -5,6 +5,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <fstream>
 #include <memory>
 #include <ostream>
 #include <random>
@@ -12,8 +13,8 @@
 
 #include "io/input_stream.hpp"
 #include "support/check.hpp"
+#include "support/fixed_threads.hpp"
 #include "support/temp_files.hpp"
-#include "tapeflow/config.hpp"
 
 namespace io = tpf::io;
 
@@ -146,14 +147,11 @@ TEST_CASE("InputStream: which files are read ahead") {
   TempDir dir;
   spit(dir / "big", random_bytes(size_t{1} << 20, 1));
   spit(dir / "small", random_bytes((size_t{1} << 20) - 1, 2));
-  const int threads = tpf::config::intra_op_threads();
-  const bool adapt = tpf::config::adapt_to_load();
-  tpf::config::set_adapt_to_load(false);  // not the machine's load: fixed
+  testing::FixedThreads threads(2);  // not the machine's load
   auto reads_ahead = [&](const std::string& path, ReadAheadMode mode) {
     return io::detail::InputStream(path, io::Compression::kNone, "op", mode)
         .reads_ahead();
   };
-  tpf::config::set_intra_op_threads(2);
   CHECK(reads_ahead(dir / "big", ReadAheadMode::kAuto));
   CHECK_FALSE(reads_ahead(dir / "small", ReadAheadMode::kAuto));
   CHECK(reads_ahead(dir / "small", ReadAheadMode::kOn));
@@ -161,10 +159,16 @@ TEST_CASE("InputStream: which files are read ahead") {
   // Not a regular file: a read may block (pipes) or never end.
   CHECK_FALSE(reads_ahead("/dev/zero", ReadAheadMode::kOn));
   // Kernels on one thread: the reader does not take a second one either.
-  tpf::config::set_intra_op_threads(1);
+  // No more threads reading ahead than cores beside the caller's: one here.
+  {
+    io::detail::InputStream first(dir / "big", io::Compression::kNone, "op");
+    CHECK(first.reads_ahead());
+    CHECK_FALSE(reads_ahead(dir / "big", ReadAheadMode::kAuto));
+    CHECK(reads_ahead(dir / "big", ReadAheadMode::kOn));
+  }
+  CHECK(reads_ahead(dir / "big", ReadAheadMode::kAuto));
+  threads.set(1);
   CHECK_FALSE(reads_ahead(dir / "big", ReadAheadMode::kAuto));
-  tpf::config::set_intra_op_threads(threads);
-  tpf::config::set_adapt_to_load(adapt);
 }
 
 TEST_CASE("InputStream: reads, skips and peeks across many buffers") {
@@ -258,4 +262,21 @@ TEST_CASE("InputStream: a forked child neither reads ahead nor waits") {
   CHECK(WEXITSTATUS(status) == 0);
   // The parent reads on.
   CHECK(in->read(buf.data(), buf.size()) == buf.size() - 10);
+}
+
+TEST_CASE("InputStream: a file that grows after its end is read on") {
+  TempDir dir;
+  const std::string first = random_bytes(300000, 7), more = "appended";
+  for (const ReadAheadMode mode : kModes) {
+    CAPTURE(mode);
+    spit(dir / "g", first);
+    io::detail::InputStream in(dir / "g", io::Compression::kNone, "op", mode);
+    std::string buf(first.size() + 100, '\0');
+    CHECK(in.read(buf.data(), buf.size()) == first.size());
+    CHECK(in.read(buf.data(), 1) == 0);
+    std::ofstream(dir / "g", std::ios::binary | std::ios::app) << more;
+    CHECK(in.read(buf.data(), buf.size()) == more.size());
+    CHECK(buf.substr(0, more.size()) == more);
+    CHECK(in.offset() == first.size() + more.size());
+  }
 }

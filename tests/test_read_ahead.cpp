@@ -70,14 +70,18 @@ TEST_CASE("ReadAhead returns the file in order, whatever its size") {
   }
 }
 
-TEST_CASE("ReadAhead: a read that ends short ends the file") {
-  // The read function fills whole chunks until the end: a short one is the
-  // end (read_file loops over short reads of the kernel).
+TEST_CASE("ReadAhead: a short read ends the thread; the caller reads on") {
+  // The read function fills whole chunks until the end (read_file loops
+  // over the kernel's short reads): a short one ends the thread, and the
+  // calls after it read on their own thread until a read returns nothing.
   Source src{random_bytes(300, 1)};
   src.max_read = 100;
   ReadAhead ahead(src.fn(), 256, 2);
-  CHECK(drain(ahead) == src.data.substr(0, 100));
+  const auto first = ahead.next();
+  CHECK(first.size() == 100);
   CHECK(src.reads.load() == 1);
+  CHECK(drain(ahead) == src.data.substr(100));
+  CHECK(src.reads.load() == 4);
 }
 
 TEST_CASE("ReadAhead: chunks are page-aligned") {
@@ -169,4 +173,21 @@ TEST_CASE("ReadAhead: slow and fast callers against slow and fast reads") {
     }
     CHECK(got == data);
   }
+}
+
+TEST_CASE("ReadAhead: after the end, each call reads again") {
+  // A file still being written: what it gained since is read on the
+  // caller's thread, as without read-ahead.
+  Source src{random_bytes(100, 7)};
+  ReadAhead ahead(src.fn(), 64, 2);
+  CHECK(drain(ahead) == src.data);
+  src.data += random_bytes(150, 8);
+  CHECK(drain(ahead) == src.data.substr(100));
+  CHECK(ahead.next().empty());
+}
+
+TEST_CASE("ReadAhead: no chunks, or chunks of no bytes, are refused") {
+  Source src{"abc"};
+  CHECK_THROWS_AS(ReadAhead(src.fn(), 0, 2), std::invalid_argument);
+  CHECK_THROWS_AS(ReadAhead(src.fn(), 64, 0), std::invalid_argument);
 }

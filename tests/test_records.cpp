@@ -13,8 +13,8 @@
 
 #include "io/crc32c_detail.hpp"
 #include "support/check.hpp"
+#include "support/fixed_threads.hpp"
 #include "support/temp_files.hpp"
-#include "tapeflow/config.hpp"
 #include "tapeflow/io/crc32c.hpp"
 #include "tapeflow/io/tfrecord.hpp"
 
@@ -377,24 +377,27 @@ TEST_CASE("TFRecordReader: a damaged compressed stream is a DataLossError") {
 TEST_CASE("TFRecordReader: a file read ahead, records across its chunks") {
   // Files of 1 MiB and more are read a few 256 KiB chunks ahead by a thread
   // of their own while kernels may use two: records straddle chunks, one
-  // spans three, and errors keep their offsets.
+  // spans three, and errors keep their offsets (test_input_stream checks
+  // that such a file is read ahead).
   TempDir dir;
   const std::string path = dir / "big.tfrecord";
   std::mt19937 rng(9);
   std::vector<std::string> records;
   std::vector<size_t> starts;
   std::string file;
+  // The long record starts past 1.5 MiB: a cut inside it leaves a file
+  // large enough to be read ahead.
+  size_t long_record = 0;
   while (file.size() < (size_t{3} << 20)) {
-    const size_t n = records.size() == 20 ? 700000 : rng() % 40000;
+    const bool first_past = !long_record && file.size() > (size_t{3} << 19);
+    if (first_past) long_record = records.size();
+    const size_t n = first_past ? 700000 : rng() % 40000;
     records.push_back(random_bytes(n, static_cast<uint32_t>(records.size())));
     starts.push_back(file.size());
     file += frame(records.back());
   }
   spit(path, file);
-  const int threads = tpf::config::intra_op_threads();
-  const bool adapt = tpf::config::adapt_to_load();
-  tpf::config::set_adapt_to_load(false);
-  tpf::config::set_intra_op_threads(2);
+  testing::FixedThreads threads(2);
   CHECK(read_all(path) == records);
   // The data of the record over the second chunk boundary, damaged there.
   const size_t boundary = size_t{2} << 18;
@@ -409,9 +412,10 @@ TEST_CASE("TFRecordReader: a file read ahead, records across its chunks") {
   check_data_loss(path, {"record data with masked CRC32C",
                          "at byte " + std::to_string(data_start)});
   // Cut inside the long record.
-  spit(path, file.substr(0, starts[20] + 12 + 500000));
-  check_data_loss(path, {"700000 bytes of record data, got 500000",
-                         "at byte " + std::to_string(starts[20] + 12)});
+  spit(path, file.substr(0, starts[long_record] + 12 + 500000));
+  check_data_loss(path,
+                  {"700000 bytes of record data, got 500000",
+                   "at byte " + std::to_string(starts[long_record] + 12)});
   // Closed early, with the reading thread ahead of it.
   spit(path, file);
   for (int i = 0; i < 10; ++i) {
@@ -419,6 +423,4 @@ TEST_CASE("TFRecordReader: a file read ahead, records across its chunks") {
     std::string rec;
     CHECK(r.read(rec));
   }
-  tpf::config::set_intra_op_threads(threads);
-  tpf::config::set_adapt_to_load(adapt);
 }

@@ -5,7 +5,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <climits>
 #include <cstring>
 #include <stdexcept>
 #include <system_error>
@@ -37,13 +39,25 @@ constexpr size_t kReadAheadChunks = 4;
 // Below this a thread's start (tens of microseconds) costs what it saves.
 constexpr size_t kReadAheadMinFile = 4 * kBufferBytes;
 
+// Read-ahead threads alive in the process. kAuto starts one only while
+// they number fewer than the cores kernels may use, less the caller's: an
+// interleave over many files gains nothing from more threads than cores.
+std::atomic<int> g_read_aheads{0};
+
+bool reserve_read_ahead(int cap) {
+  int n = g_read_aheads.load();
+  while (n < cap)
+    if (g_read_aheads.compare_exchange_weak(n, n + 1)) return true;
+  return false;
+}
+
 // Regular files only: a pipe's read may block forever, and the destructor
-// joins the thread.
-bool wants_read_ahead(ReadAheadMode mode, const struct stat& st) {
+// joins the thread. True: a read-ahead thread is reserved.
+bool reserve_read_ahead(ReadAheadMode mode, const struct stat& st) {
   if (mode == ReadAheadMode::kOff || !S_ISREG(st.st_mode)) return false;
-  return mode == ReadAheadMode::kOn ||
-         (static_cast<uint64_t>(st.st_size) >= kReadAheadMinFile &&
-          config::intra_op_threads() >= 2);
+  if (mode == ReadAheadMode::kOn) return reserve_read_ahead(INT_MAX);
+  return static_cast<uint64_t>(st.st_size) >= kReadAheadMinFile &&
+         reserve_read_ahead(config::intra_op_threads() - 1);
 }
 }  // namespace
 
@@ -63,22 +77,33 @@ InputStream::InputStream(std::string path, Compression compression,
   if (stat_ok && S_ISREG(st.st_mode))
     file_buffer = std::clamp(static_cast<size_t>(st.st_size), kMinBufferBytes,
                              kBufferBytes);
-  if (compression_ != Compression::kNone) {
-    // 15 + 16: a gzip header and trailer around the deflate data.
-    const int window = compression_ == Compression::kGzip ? 15 + 16 : 15;
-    if (inflateInit2(&zs_, window) != Z_OK) {
-      ::close(fd_);
-      throw op_error<IOError>(op_, "zlib failed to start for ", path_);
+  // The constructor's own cleanup: no destructor runs when it throws.
+  try {
+    if (compression_ != Compression::kNone) {
+      // 15 + 16: a gzip header and trailer around the deflate data.
+      const int window = compression_ == Compression::kGzip ? 15 + 16 : 15;
+      if (inflateInit2(&zs_, window) != Z_OK)
+        throw op_error<IOError>(op_, "zlib failed to start for ", path_);
+      zs_open_ = true;
     }
-    zs_open_ = true;
+    if (stat_ok && reserve_read_ahead(read_ahead, st)) start_read_ahead();
+    // The file's bytes land in buf_ unless a chunk of the read-ahead holds
+    // them; compressed ones in packed_ (or a chunk), inflated into buf_.
+    const bool compressed = compression_ != Compression::kNone;
+    if (compressed || !ahead_) buf_ = AlignedBuffer(file_buffer);
+    if (compressed && !ahead_) packed_ = AlignedBuffer(file_buffer);
+  } catch (...) {
+    if (ahead_) {
+      ahead_.reset();  // before fd_ closes: its thread reads it
+      --g_read_aheads;
+    }
+    if (zs_open_) inflateEnd(&zs_);
+    ::close(fd_);
+    throw;
   }
-  // The file's bytes land in buf_ unless a chunk of the read-ahead holds
-  // them; compressed ones in packed_ (or a chunk), inflated into buf_.
-  const bool compressed = compression_ != Compression::kNone;
-  const bool ahead = stat_ok && wants_read_ahead(read_ahead, st);
-  if (compressed || !ahead) buf_ = AlignedBuffer(file_buffer);
-  if (compressed && !ahead) packed_ = AlignedBuffer(file_buffer);
-  if (!ahead) return;
+}
+
+void InputStream::start_read_ahead() {
   try {
     ahead_ = std::make_unique<ReadAhead>(
         [this](unsigned char* dst, size_t n) { return read_file(dst, n); },
@@ -86,15 +111,21 @@ InputStream::InputStream(std::string path, Compression compression,
     ahead_pid_ = ::getpid();
   } catch (const std::system_error&) {
     // No thread to be had: read on the caller's, as without read-ahead.
-    (compressed ? packed_ : buf_) = AlignedBuffer(file_buffer);
+  } catch (...) {
+    --g_read_aheads;
+    throw;
   }
+  if (!ahead_) --g_read_aheads;
 }
 
 InputStream::~InputStream() {
   // Its thread reads fd_: it ends first. A forked child has no such thread
   // to join (joining would wait forever), and leaves the memory be.
-  if (ahead_ && ::getpid() != ahead_pid_) (void)ahead_.release();
-  ahead_.reset();
+  if (ahead_) {
+    --g_read_aheads;
+    if (::getpid() != ahead_pid_) (void)ahead_.release();
+    ahead_.reset();
+  }
   if (zs_open_) inflateEnd(&zs_);
   if (fd_ >= 0) ::close(fd_);
 }

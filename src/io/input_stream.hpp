@@ -20,8 +20,9 @@ class ReadAhead;
 /**
  * Whether a plain or compressed file is read on a thread of its own, a few
  * 256 KiB buffers ahead (ReadAhead). kAuto: for regular files of 1 MiB and
- * more while kernels may use two threads or more (config::intra_op_threads,
- * which counts the cores other processes leave free).
+ * more while the process's read-ahead threads number fewer than
+ * config::intra_op_threads() - 1 (the cores other processes leave free,
+ * less the caller's). kOn: any regular file.
  */
 enum class ReadAheadMode { kAuto, kOff, kOn };
 
@@ -84,6 +85,7 @@ class InputStream {
 
  private:
   [[noreturn]] void overrun(size_t n) const;
+  void start_read_ahead();  // a thread is reserved (g_read_aheads)
   bool fill();  // refills view_ (buf_pos_ == buf_end_ before); false at end
   size_t read_file(unsigned char* dst, size_t n) const;
   // The file's next bytes into `dst` (plain reads) or `packed_` (compressed);

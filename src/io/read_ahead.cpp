@@ -1,6 +1,7 @@
 #include "read_ahead.hpp"
 
 #include <chrono>
+#include <stdexcept>
 
 namespace tapeflow::io::detail {
 
@@ -23,6 +24,8 @@ inline void cpu_relax() {
 
 ReadAhead::ReadAhead(ReadFn read, size_t chunk_bytes, size_t chunks)
     : read_(std::move(read)), ring_(chunks), wake_after_(chunks / 2) {
+  if (chunk_bytes == 0 || chunks == 0)
+    throw std::invalid_argument("ReadAhead: chunks of 0 bytes or no chunks");
   for (Chunk& c : ring_) c.buffer = AlignedBuffer(chunk_bytes);
   thread_ = std::thread([this] { run(); });
 }
@@ -104,9 +107,22 @@ std::span<const unsigned char> ReadAhead::next() {
   }
   if (returned_ == filled_) {
     if (error_) std::rethrow_exception(error_);
-    return {};
+    return read_past_end();
   }
   const Chunk& chunk = ring_[returned_++ % ring_.size()];
+  holding_ = true;
+  return {chunk.buffer.data(), chunk.size};
+}
+
+std::span<const unsigned char> ReadAhead::read_past_end() {
+  // The thread has ended; every chunk is free. A file still being written
+  // may have grown since: read again here, as a reader without a thread of
+  // its own would.
+  Chunk& chunk = ring_[returned_ % ring_.size()];
+  chunk.size = read_(chunk.buffer.data(), chunk.buffer.size());
+  if (chunk.size == 0) return {};
+  ++filled_;
+  ++returned_;
   holding_ = true;
   return {chunk.buffer.data(), chunk.size};
 }

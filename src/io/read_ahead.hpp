@@ -22,7 +22,8 @@ class ReadAhead {
   /**
    * Starts reading: `read(dst, n)` fills dst with up to n bytes (fewer only
    * at the end of the file) or throws; it runs on the read-ahead thread, one
-   * call per chunk. Throws std::system_error when no thread can start.
+   * call per chunk (and on the caller's after the end). Throws
+   * std::system_error when no thread can start.
    */
   using ReadFn = std::function<size_t(unsigned char* dst, size_t n)>;
   ReadAhead(ReadFn read, size_t chunk_bytes, size_t chunks);
@@ -33,9 +34,10 @@ class ReadAhead {
 
   /**
    * The file's next bytes, valid until the next call (which hands their
-   * buffer back to the thread); empty at the end. A read's error is thrown
-   * here once every chunk read before it has been returned, and again by
-   * every later call.
+   * buffer back to the thread); empty at the end. After the end each call
+   * reads again, on the caller's thread (the file may have grown). A read's
+   * error is thrown here once every chunk read before it has been returned,
+   * and again by every later call.
    */
   std::span<const unsigned char> next();
 
@@ -47,6 +49,7 @@ class ReadAhead {
   void run();
   size_t free_chunks() const;   // under mutex_
   void poll_for_chunk() const;  // the caller's brief wait before it sleeps
+  std::span<const unsigned char> read_past_end();  // under mutex_
 
   ReadFn read_;
   std::vector<Chunk> ring_;
