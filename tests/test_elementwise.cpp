@@ -6,6 +6,7 @@
 #include <string>
 
 #include "support/check.hpp"
+#include "support/fixed_threads.hpp"
 
 using testing::OpCase;
 using testing::uniform64;
@@ -227,16 +228,27 @@ TEST_CASE("broadcasting (2,1) with (1,3) and scalars") {
 }
 
 TEST_CASE("large broadcast and contiguous paths run in parallel and agree") {
-  const tpf::Tensor a = tpf::random_uniform({300, 1000});
-  const tpf::Tensor b = tpf::random_uniform({1000});
-  const tpf::Tensor sum = a + b;
-  const auto va = a.to_vector<float>(), vb = b.to_vector<float>(),
-             vs = sum.to_vector<float>();
-  int64_t bad = 0;
-  for (size_t i = 0; i < va.size(); ++i) bad += vs[i] != va[i] + vb[i % 1000];
-  CHECK(bad == 0);
-  const tpf::Tensor e = tpf::exp(tpf::transpose(a));
-  CHECK_CLOSE(tpf::transpose(e), tpf::exp(a));
+  // Three threads over 301 rows of 997: every thread but the first starts
+  // inside a row, of the output and of each rank-2 loop plan.
+  const testing::FixedThreads threads(3);
+  for (const int64_t rows : {301, 7}) {
+    CAPTURE(rows);
+    const tpf::Tensor a = tpf::random_uniform({rows, 997});
+    const tpf::Tensor b = tpf::random_uniform({997});
+    const tpf::Tensor col = tpf::random_uniform({rows, 1});
+    const auto va = a.to_vector<float>(), vb = b.to_vector<float>(),
+               vc = col.to_vector<float>();
+    const auto row_sum = (a + b).to_vector<float>();
+    const auto col_diff = (col - a).to_vector<float>();
+    int64_t bad = 0;
+    for (size_t i = 0; i < va.size(); ++i) {
+      bad += row_sum[i] != va[i] + vb[i % 997];
+      bad += col_diff[i] != vc[i / 997] - va[i];
+    }
+    CHECK(bad == 0);
+    const tpf::Tensor e = tpf::exp(tpf::transpose(a));
+    CHECK_CLOSE(tpf::transpose(e), tpf::exp(a));
+  }
 }
 
 TEST_CASE("outputs above 8 MiB take the streaming-store path and agree") {

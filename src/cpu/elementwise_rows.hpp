@@ -82,8 +82,8 @@ void unary_kernel(const Tensor& x, Tensor& out, F f) {
             using B = xsimd::batch<T>;
             store_row<T>(
                 po, n, streaming,
-                [&](int64_t k) { return f(B::load_unaligned(pa + k)); },
-                [&](int64_t k) { return f(pa[k]); });
+                [f, pa](int64_t k) { return f(B::load_unaligned(pa + k)); },
+                [f, pa](int64_t k) { return f(pa[k]); });
             return;
           }
         }
@@ -109,27 +109,31 @@ void binary_kernel(const Tensor& x, const Tensor& y, Tensor& out, F f) {
           if (st[0] == 1 && st[1] == 1 && st[2] == 1) {
             store_row<T>(
                 po, n, streaming,
-                [&](int64_t k) {
+                [f, pa, pb](int64_t k) {
                   return f(B::load_unaligned(pa + k),
                            B::load_unaligned(pb + k));
                 },
-                [&](int64_t k) { return f(pa[k], pb[k]); });
+                [f, pa, pb](int64_t k) { return f(pa[k], pb[k]); });
             return;
           }
           if (st[0] == 1 && st[1] == 1 && st[2] == 0) {
             const B vb(*pb);
             store_row<T>(
                 po, n, streaming,
-                [&](int64_t k) { return f(B::load_unaligned(pa + k), vb); },
-                [&](int64_t k) { return f(pa[k], *pb); });
+                [f, pa, vb](int64_t k) {
+                  return f(B::load_unaligned(pa + k), vb);
+                },
+                [f, pa, pb](int64_t k) { return f(pa[k], *pb); });
             return;
           }
           if (st[0] == 1 && st[1] == 0 && st[2] == 1) {
             const B va(*pa);
             store_row<T>(
                 po, n, streaming,
-                [&](int64_t k) { return f(va, B::load_unaligned(pb + k)); },
-                [&](int64_t k) { return f(*pa, pb[k]); });
+                [f, va, pb](int64_t k) {
+                  return f(va, B::load_unaligned(pb + k));
+                },
+                [f, pa, pb](int64_t k) { return f(*pa, pb[k]); });
             return;
           }
         }

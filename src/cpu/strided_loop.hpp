@@ -18,6 +18,24 @@ namespace tapeflow::cpu {
 template <size_t N, class Row>
 void for_each_row(const LoopPlan<N>& p, int64_t begin, int64_t end, Row&& row) {
   const int r = p.rank;
+  if (r == 2) {
+    const int64_t cols = p.shape[1];
+    std::array<int64_t, N> off, inner, outer;
+    int64_t col = begin % cols;
+    for (size_t k = 0; k < N; ++k) {
+      inner[k] = p.strides[k][1];
+      outer[k] = p.strides[k][0];
+      off[k] = begin / cols * outer[k] + col * inner[k];
+    }
+    for (int64_t pos = begin; pos < end;) {
+      const int64_t n = std::min(cols - col, end - pos);
+      row(off, n, inner);
+      pos += n;
+      for (size_t k = 0; k < N; ++k) off[k] += outer[k] - col * inner[k];
+      col = 0;
+    }
+    return;
+  }
   std::array<int64_t, kMaxRank> idx{};
   std::array<int64_t, N> off{};
   int64_t rem = begin;
