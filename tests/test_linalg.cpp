@@ -119,9 +119,12 @@ TEST_CASE("matmul on every operand layout, below and above the small bound") {
         {"column-major", tpf::transpose(tpf::transpose(t).contiguous())},
         {"column-major with a gap", t}};
   };
-  // The last two: a 2 KiB leading dimension, which oneDNN's AVX2 GEMM reads
-  // unpacked, so the kernel copies that operand to a longer one first.
+  // Below 16 columns and from 8 rows LIBXSMM computes C, not C^T, into a
+  // buffer ({9, 1, 4}, {32, 10, 64}, {8, 15, 3}). The last two: a 2 KiB
+  // leading dimension, which oneDNN's AVX2 GEMM reads unpacked, so the kernel
+  // copies that operand to a longer one first.
   const int64_t shapes[][3] = {{32, 64, 64},  {1, 7, 5},    {9, 1, 4},
+                               {32, 10, 64},  {8, 15, 3},   {7, 4, 9},
                                {64, 64, 64},  {65, 64, 64}, {70, 70, 70},
                                {33, 512, 40}, {512, 8, 70}};
   for (const auto& [M, N, K] : shapes) {
@@ -143,15 +146,21 @@ TEST_CASE("matmul on every operand layout, below and above the small bound") {
       }
     }
   }
-  // A batch of 3 x 2 small products, b broadcast over the first axis.
-  const auto a = draw({3, 2, 5, 4}, 30), b = draw({2, 4, 6}, 31);
-  const auto b6 =
-      tpf::reshape(tpf::broadcast_to(b, {3, 2, 4, 6}).contiguous(), {6, 4, 6});
-  const auto ref = tpf::reshape(
-      reference_matmul(tpf::reshape(a, {6, 5, 4}), b6), {3, 2, 5, 6});
-  CHECK_CLOSE(tpf::matmul(a, b), ref, 1e-12, 1e-12);
-  CHECK_CLOSE(tpf::matmul(a, tpf::transpose(b, {0, 2, 1}), false, true), ref,
-              1e-12, 1e-12);
+  // A batch of 3 x 2 small products, b broadcast over the first axis; C^T
+  // (5 rows) and C (9 rows) in LIBXSMM's terms.
+  for (const int64_t rows : {5, 9}) {
+    CAPTURE(rows);
+    const auto a = draw({3, 2, rows, 4}, 30), b = draw({2, 4, 6}, 31);
+    const auto b6 = tpf::reshape(
+        tpf::broadcast_to(b, {3, 2, 4, 6}).contiguous(), {6, 4, 6});
+    const auto ref = tpf::reshape(
+        reference_matmul(tpf::reshape(a, {6, rows, 4}), b6), {3, 2, rows, 6});
+    CHECK_CLOSE(tpf::matmul(a, b), ref, 1e-12, 1e-12);
+    CHECK_CLOSE(tpf::matmul(a, tpf::transpose(b, {0, 2, 1}), false, true), ref,
+                1e-12, 1e-12);
+    CHECK_CLOSE(tpf::matmul(tpf::transpose(a, {0, 1, 3, 2}), b, true), ref,
+                1e-12, 1e-12);
+  }
 }
 
 TEST_CASE("batched inverse and determinant gradients") {
