@@ -156,6 +156,7 @@ void register_matmul(Registry& r);
 void register_random(Registry& r);
 void register_pool(Registry& r);
 void register_norm(Registry& r);
+void register_losses(Registry& r);
 void register_optim_updates(Registry& r);
 void register_index(Registry& r);
 void register_arg_reduce(Registry& r);
@@ -178,6 +179,7 @@ extern "C" void tapeflow_register_cuda(tapeflow::Registry* r) {
   tapeflow::cuda::register_random(*r);
   tapeflow::cuda::register_pool(*r);
   tapeflow::cuda::register_norm(*r);
+  tapeflow::cuda::register_losses(*r);
   tapeflow::cuda::register_optim_updates(*r);
   tapeflow::cuda::register_index(*r);
   tapeflow::cuda::register_arg_reduce(*r);

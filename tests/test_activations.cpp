@@ -1,6 +1,8 @@
 // Activations and losses: forward against host formulas, gradcheck,
 // stability at extreme logits, label checks.
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "support/check.hpp"
 
@@ -166,6 +168,71 @@ TEST_CASE("losses: forward against formulas and gradcheck") {
        tpf::from_vector(hinge, {2, 3})},
   };
   for (const auto& c : cases) testing::run_op_case(c);
+}
+
+TEST_CASE(
+    "sparse softmax cross entropy: wide rows, batch axes, extremes, second "
+    "order") {
+  // 19 classes: two float32 batches of 8 (four float64 batches of 4) and a
+  // tail; labels at both ends of a row.
+  const auto logits = testing::uniform64({2, 3, 19}, -3.0, 3.0);
+  const auto labels = tpf::tensor({{0, 18, 7}, {9, 1, 17}});
+  const auto lv = logits.to_vector<double>();
+  const auto yv = labels.to_vector<int64_t>();
+  std::vector<double> expected(6);
+  for (size_t r = 0; r < 6; ++r) {
+    double m = -INFINITY, s = 0;
+    for (size_t j = 0; j < 19; ++j) m = std::max(m, lv[r * 19 + j]);
+    for (size_t j = 0; j < 19; ++j) s += std::exp(lv[r * 19 + j] - m);
+    expected[r] = std::log(s) + m - lv[r * 19 + yv[r]];
+  }
+  const auto loss_of = [&](const tpf::Tensor& y, const tpf::Tensor& x) {
+    return nn::sparse_softmax_cross_entropy_with_logits(y.to(x.device()), x);
+  };
+  testing::run_op_case({"sparse_xent_19_classes",
+                        [&](const Ts& in) { return loss_of(labels, in[0]); },
+                        {logits},
+                        tpf::from_vector(expected, {2, 3})});
+  CHECK_CLOSE(loss_of(labels.cast(tpf::int64), logits),
+              tpf::from_vector(expected, {2, 3}));
+
+  // The gradient of the gradient: through the fused op's second output.
+  const auto weights = testing::uniform64({2, 3, 19});
+  const auto second = [&](const Ts& in) {
+    tpf::GradientTape inner;
+    inner.watch(in[0]);
+    const auto loss = tpf::sum(loss_of(labels, in[0]) * in[1]);
+    return inner.gradient(loss, {in[0]})[0] * weights;
+  };
+  const auto why =
+      testing::gradcheck(second, {logits, testing::uniform64({2, 3})});
+  CHECK_MESSAGE(why.empty(), why);
+
+  // Far-apart logits: no overflow; a uniform row; a NaN stays in its row.
+  const auto extreme =
+      tpf::tensor({{0.f, 1e4f, -1e4f}, {-1e4f, -1e4f, -1e4f}, {0.f, NAN, 1.f}});
+  tpf::GradientTape tape;
+  tape.watch(extreme);
+  const auto loss = loss_of(tpf::tensor({1, 0, 2}), extreme);
+  const auto l = loss.to_vector<float>();
+  CHECK(l[0] == 0.f);
+  CHECK(l[1] == doctest::Approx(std::log(3.0)));
+  CHECK(std::isnan(l[2]));
+  const auto g = tape.gradient(tpf::sum(loss), {extreme})[0].to_vector<float>();
+  const float third = 1.f / 3;
+  const std::vector<float> finite = {0, 0, 0, -2 * third, third, third};
+  for (size_t i = 0; i < finite.size(); ++i)
+    CHECK(g[i] == doctest::Approx(finite[i]));
+  for (size_t i = 6; i < 9; ++i) CHECK(std::isnan(g[i]));
+
+  // No rows: empty loss and gradient.
+  const auto none = tpf::zeros({0, 5});
+  tpf::GradientTape empty_tape;
+  empty_tape.watch(none);
+  const auto empty_loss = loss_of(tpf::zeros({0}, tpf::int32), none);
+  CHECK(empty_loss.shape() == tpf::Shape{0});
+  CHECK(empty_tape.gradient(tpf::sum(empty_loss), {none})[0].shape() ==
+        tpf::Shape{0, 5});
 }
 
 TEST_CASE("loss and activation errors name the op") {

@@ -2,9 +2,10 @@
 // the fused optimizer updates (which run inside Optimizer steps, not as
 // ops), argmin's ties and NaN rule, max_pool2d_with_argmax's TensorFlow
 // indices, max pooling's second order (MaxPoolGather), the data errors and
-// edge rows of matrix_inverse and one_hot, gather with an empty output, and
-// a convolution too tall for one grid along y. The deferred gather error is
-// test_cuda.cpp's. Skips (exit 77) where no GPU is present.
+// edge rows of matrix_inverse and one_hot, gather with an empty output, a
+// convolution too tall for one grid along y, and the fused cross entropy's
+// rows wider than a block. The deferred gather error is test_cuda.cpp's.
+// Skips (exit 77) where no GPU is present.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <iostream>
 #include <sstream>
@@ -287,6 +288,37 @@ TEST_CASE(
   for (size_t i = 0; i < on_cpu.size(); ++i) {
     CAPTURE(i);
     CHECK_CLOSE(on_gpu[i], on_cpu[i], 1e-10, 1e-10);
+  }
+}
+
+TEST_CASE(
+    "sparse softmax cross entropy over rows wider than a block, on the GPU as "
+    "on the CPU" *
+    doctest::skip(!has_gpu())) {
+  // 1000 classes: each of a block's 256 threads strides over several; 70
+  // rows; labels of both index types; float32 and float64.
+  const auto logits64 = uniform64({70, 1000}, -5.0, 5.0);
+  const auto labels = tpf::cast(
+      tpf::stateless_random_uniform({70}, 3, 0.0, 1000.0), tpf::int64);
+  for (const tpf::DType dtype : {tpf::float32, tpf::float64}) {
+    for (const tpf::DType label_type : {tpf::int32, tpf::int64}) {
+      CAPTURE(dtype);
+      CAPTURE(label_type);
+      const auto logits = logits64.cast(dtype);
+      const auto y = labels.cast(label_type);
+      const auto passes = [&](const tpf::Tensor& x, const tpf::Tensor& l) {
+        tpf::GradientTape tape;
+        tape.watch(x);
+        const auto loss = nn::sparse_softmax_cross_entropy_with_logits(l, x);
+        const auto g = tape.gradient(tpf::sum(loss), {x})[0];
+        return std::vector<tpf::Tensor>{loss.cpu(), g.cpu()};
+      };
+      const auto on_cpu = passes(logits, y);
+      const auto on_gpu = passes(logits.to(gpu), y.to(gpu));
+      const double tol = dtype == tpf::float32 ? 1e-5 : 1e-12;
+      CHECK_CLOSE(on_gpu[0], on_cpu[0], tol, tol);
+      CHECK_CLOSE(on_gpu[1], on_cpu[1], tol, tol);
+    }
   }
 }
 

@@ -317,8 +317,8 @@ TEST_CASE("errors name the op the user called, in the user's terms") {
         (void)tpf::nn::sparse_softmax_cross_entropy_with_logits(
             tpf::tensor({0}), tpf::tensor({{1, 2}}));
       },
-      "[sparse_softmax_cross_entropy_with_logits] log_softmax: expected "
-      "float32 or float64 logits, got int32");
+      "[sparse_softmax_cross_entropy_with_logits] expected float32 or "
+      "float64 logits, got int32");
   // NHWC convolutions speak of the user's NHWC shapes, not NCHW internals.
   tpf::nn::ConvOptions nhwc;
   nhwc.data_format = "NHWC";

@@ -1,10 +1,13 @@
 // The op contract, white-box: ops with several outputs (one gradient per
 // output, integer outputs without a slot), the payload a kernel leaves for
 // its own gradient (kept by the tape node, never in inference, keyed), and
-// reads of tensors an op did not save.
+// reads of tensors an op did not save; an op whose kernel is total over
+// inputs its public function refuses (the fused cross entropy's labels).
+#include <cmath>
 #include <memory>
 
 #include "ops/apply.hpp"
+#include "ops/nn/loss_ops.hpp"
 #include "ops/op.hpp"
 #include "support/check.hpp"
 
@@ -187,4 +190,13 @@ TEST_CASE("gradients flow through batch norm's statistics and max pooling") {
       },
       {x});
   CHECK_MESSAGE(why.empty(), why);
+}
+
+TEST_CASE("the fused cross entropy op: labels out of range give NaN, no read") {
+  // The public function refuses such labels first; the op itself is total.
+  const auto logits = tpf::tensor({{1.0, 2.0, 3.0}, {0.5, 0.5, 0.5}});
+  auto [loss, backprop] = tpf::apply(tpf::SparseSoftmaxCrossEntropy{},
+                                     {logits, tpf::tensor({3, -1})});
+  for (double v : loss.to_vector<double>()) CHECK(std::isnan(v));
+  CHECK_CLOSE(backprop, tpf::nn::softmax(logits));
 }

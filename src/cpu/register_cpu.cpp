@@ -13,6 +13,7 @@ void register_optim_updates(Registry& r);
 void register_pool(Registry& r);
 void register_fractional_pool(Registry& r);
 void register_norm(Registry& r);
+void register_losses(Registry& r);
 void register_conv(Registry& r);
 }  // namespace cpu
 
@@ -28,6 +29,7 @@ void register_cpu(Registry& r) {
   cpu::register_pool(r);
   cpu::register_fractional_pool(r);
   cpu::register_norm(r);
+  cpu::register_losses(r);
   cpu::register_conv(r);
 }
 

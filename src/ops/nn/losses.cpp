@@ -2,8 +2,10 @@
 #include "tapeflow/nn/losses.hpp"
 
 #include "core/op_error.hpp"
+#include "ops/apply.hpp"
 #include "ops/axes.hpp"
 #include "ops/composite.hpp"
+#include "ops/nn/loss_ops.hpp"
 #include "tapeflow/nn/activations.hpp"
 #include "tapeflow/ops/math.hpp"
 #include "tapeflow/ops/reduce.hpp"
@@ -53,6 +55,9 @@ Tensor sparse_softmax_cross_entropy_with_logits(const Tensor& labels,
       throw op_error<ShapeError>(
           op, "expected logits of rank >= 1 (..., classes), got shape ",
           logits.shape().str());
+    if (!is_floating(logits.dtype()))
+      throw op_error<DTypeError>(op, "expected float32 or float64 logits, got ",
+                                 dtype_name(logits.dtype()));
     if (labels.rank() != logits.rank() - 1)
       throw op_error<ShapeError>(
           op, "expected labels of rank ", logits.rank() - 1, " for logits ",
@@ -70,8 +75,11 @@ Tensor sparse_softmax_cross_entropy_with_logits(const Tensor& labels,
         throw op_error<IndexError>(op, "expected labels in [0, ", classes,
                                    "), got ", lo < 0 ? lo : hi);
     }
-    const Tensor picked = one_hot(labels, classes, 1.0, 0.0, logits.dtype());
-    return -sum(picked * log_softmax(logits, -1), {-1});
+    const int64_t rows = labels.numel();
+    auto [loss, backprop] =
+        apply(SparseSoftmaxCrossEntropy{},
+              {reshape(logits, {rows, classes}), reshape(labels, {rows})});
+    return reshape(loss, labels.shape());
   });
 }
 
@@ -95,3 +103,22 @@ Tensor hinge_loss(const Tensor& labels, const Tensor& logits) {
 }
 
 }  // namespace tapeflow::nn
+
+namespace tapeflow {
+
+Grads SparseSoftmaxCrossEntropy::vjp(const VjpArgs& a) const {
+  const Tensor& backprop = a.output(1);
+  Tensor g;
+  if (a.grads[0].defined()) g = backprop * expand_dims(a.grads[0], -1);
+  if (a.grads[1].defined()) {
+    // backprop is the softmax p less a constant: p's Jacobian applies.
+    const int64_t classes = backprop.shape()[1];
+    const Tensor p =
+        backprop + one_hot(a.x(1), classes, 1.0, 0.0, backprop.dtype());
+    const Tensor through = p * (a.grads[1] - sum(a.grads[1] * p, {-1}, true));
+    g = g.defined() ? g + through : through;
+  }
+  return {g, Tensor()};
+}
+
+}  // namespace tapeflow
