@@ -225,6 +225,19 @@ TEST_CASE(
     CHECK(g[i] == doctest::Approx(finite[i]));
   for (size_t i = 6; i < 9; ++i) CHECK(std::isnan(g[i]));
 
+  // 19 classes, the special values in the vector body: a NaN, a +inf (NaN,
+  // as inf - inf is), two -infs (probability 0 of 17 equal ones).
+  std::vector<float> wide(3 * 19, 0.5f);
+  wide[3] = NAN;
+  wide[19 + 10] = INFINITY;
+  wide[38 + 2] = wide[38 + 12] = -INFINITY;
+  const auto wide_loss =
+      loss_of(tpf::tensor({0, 0, 5}), tpf::from_vector(wide, {3, 19}))
+          .to_vector<float>();
+  CHECK(std::isnan(wide_loss[0]));
+  CHECK(std::isnan(wide_loss[1]));
+  CHECK(wide_loss[2] == doctest::Approx(std::log(17.0)));
+
   // No rows: empty loss and gradient.
   const auto none = tpf::zeros({0, 5});
   tpf::GradientTape empty_tape;

@@ -35,10 +35,11 @@ namespace {
 constexpr int64_t kMaxMnk = LIBXSMM_CONFIG_MAX_MNK;
 
 /**
- * LIBXSMM keeps the code of every kernel it generates (~8 KiB each) for the
- * life of the process, one per (shapes, leading dimensions, flags): past
- * this many distinct kernels new shapes go to oneDNN, so that a stream of
- * ever-new shapes (sequence lengths, slices) costs at most ~32 MiB.
+ * LIBXSMM keeps the code of every kernel it generates (8 KiB each, products
+ * and transposes alike) for the life of the process: past this many kernels
+ * of an element type (up to three a key: the product and its two transposes)
+ * new shapes go to oneDNN, so that a stream of ever-new shapes (sequence
+ * lengths, slices) costs at most ~32 MiB.
  */
 constexpr int kMaxKernels = 4096;
 
@@ -92,10 +93,13 @@ Kernels<T> kernels_for(const KernelKey& key) {
   // the lookup is ~1% of the smallest product's time.
   static std::mutex mutex;
   static std::unordered_map<KernelKey, Kernels<T>, KernelKeyHash> known;
+  static int generated = 0;
   const std::lock_guard lock(mutex);
   if (const auto it = known.find(key); it != known.end()) return it->second;
   Kernels<T> kernels;
-  if (known.size() < size_t{kMaxKernels}) {
+  const int needed = 1 + key.copy_x + key.by_columns;
+  if (generated + needed <= kMaxKernels) {
+    generated += needed;
     const T alpha = 1, beta = 0;
     const int prefetch = LIBXSMM_PREFETCH_NONE;
     if constexpr (std::is_same_v<T, float>)

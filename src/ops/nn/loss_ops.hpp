@@ -10,12 +10,13 @@ namespace tapeflow {
  * Inputs (logits (rows, classes), labels (rows,) int32 or int64); outputs
  * (loss (rows,), backprop (rows, classes)): per row the cross entropy
  * log(sum(exp(logits))) - logits[label] and its gradient softmax(logits) -
- * one_hot(label), in one pass over the logits, as TensorFlow's
+ * one_hot(label), reading the logits from memory once, as TensorFlow's
  * SparseSoftmaxCrossEntropyWithLogits. A label outside [0, classes) gives a
  * NaN loss and the softmax as backprop (the public function refuses such
  * labels first). The gradient is backprop times the loss's gradient; through
- * backprop (a second order) it is the softmax's Jacobian, so that gradients
- * of gradients hold.
+ * backprop (a second order) it is the Jacobian of the softmax, recomputed
+ * from the logits (backprop + one_hot would round a small probability at the
+ * label away), so that gradients of gradients hold.
  */
 struct SparseSoftmaxCrossEntropy {
   static constexpr const char* name = "sparse_softmax_cross_entropy";

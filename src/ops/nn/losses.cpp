@@ -112,9 +112,7 @@ Grads SparseSoftmaxCrossEntropy::vjp(const VjpArgs& a) const {
   if (a.grads[0].defined()) g = backprop * expand_dims(a.grads[0], -1);
   if (a.grads[1].defined()) {
     // backprop is the softmax p less a constant: p's Jacobian applies.
-    const int64_t classes = backprop.shape()[1];
-    const Tensor p =
-        backprop + one_hot(a.x(1), classes, 1.0, 0.0, backprop.dtype());
+    const Tensor p = nn::softmax(a.x(0), -1);
     const Tensor through = p * (a.grads[1] - sum(a.grads[1] * p, {-1}, true));
     g = g.defined() ? g + through : through;
   }
