@@ -98,6 +98,51 @@ TEST_CASE("views share storage; reshape of a non-contiguous tensor copies") {
   CHECK(b.to_vector<float>() == std::vector<float>{1, 2, 1, 2, 1, 2});
 }
 
+TEST_CASE("reshape of a non-contiguous tensor is a view where strides allow") {
+  // (batch 3, time 4, features 5): one time step of every sequence.
+  const auto seq = tpf::arange(0.0, 60.0, 1.0, tpf::float32);
+  const auto x = tpf::reshape(seq, {3, 4, 5});
+  const auto step = tpf::slice(x, {0, 2, 0}, {3, 1, 5});
+  const std::vector<float> step_values = {10, 11, 12, 13, 14, 30, 31, 32,
+                                          33, 34, 50, 51, 52, 53, 54};
+  // Size-1 axes go and come without a copy, the rows keeping their stride.
+  const auto squeezed = tpf::squeeze(step, {1});
+  CHECK(squeezed.raw_data() == step.raw_data());
+  CHECK(squeezed.strides() == tpf::Shape{20, 1});
+  CHECK(squeezed.to_vector<float>() == step_values);
+  const auto expanded = tpf::expand_dims(squeezed, 0);
+  CHECK(expanded.raw_data() == step.raw_data());
+  CHECK(expanded.to_vector<float>() == step_values);
+  // Whole rows of a slice split and merge as a view: (2, 4, 5) -> (2, 20)
+  // -> (2, 2, 10).
+  const auto rows = tpf::slice(x, {1, 0, 0}, {2, 4, 5});
+  const auto merged = tpf::reshape(
+      tpf::slice(tpf::transpose(x, {1, 0, 2}), {0, 1, 0}, {4, 2, 5}), {4, 10});
+  CHECK(tpf::reshape(rows, {2, 20}).raw_data() == rows.raw_data());
+  CHECK(tpf::reshape(rows, {2, 2, 10}).to_vector<float>() ==
+        rows.to_vector<float>());
+  // Axes that do not continue each other are copied, in logical order: the
+  // time-major view's (batch 1..2, features) merged into 10 per time step.
+  std::vector<float> time_major;
+  for (int t = 0; t < 4; ++t)
+    for (int b = 1; b < 3; ++b)
+      for (int f = 0; f < 5; ++f) time_major.push_back(b * 20 + t * 5 + f);
+  CHECK(merged.is_contiguous());
+  CHECK(merged.to_vector<float>() == time_major);
+  // Columns of a matrix cannot be flattened without a copy.
+  const auto column = tpf::slice(tpf::reshape(seq, {12, 5}), {0, 1}, {12, 1});
+  const auto flat = tpf::reshape(column, {12});
+  CHECK(flat.strides() == tpf::Shape{5});
+  CHECK(flat.raw_data() == column.raw_data());
+  // Gradients flow back through a view reshape to the strided input's shape.
+  tpf::GradientTape tape;
+  tape.watch(x);
+  const auto y = tpf::squeeze(tpf::slice(x, {0, 2, 0}, {3, 1, 5}), {1});
+  const auto g = tape.gradient(tpf::sum(y * y), {x})[0].to_vector<float>();
+  for (int i = 0; i < 60; ++i)
+    CHECK(g[i] == ((i / 5) % 4 == 2 ? 2.f * i : 0.f));
+}
+
 TEST_CASE("split into equal parts, one_hot, shuffle") {
   const auto parts = tpf::split(tpf::arange(0, 6), 3);
   REQUIRE(parts.size() == 3);

@@ -2,6 +2,7 @@
 // helpers built on them.
 #include <algorithm>
 #include <numeric>
+#include <optional>
 
 #include "core/checked.hpp"
 #include "core/op_error.hpp"
@@ -16,6 +17,44 @@ namespace tapeflow {
 namespace {
 std::string list_str(const std::vector<int64_t>& v) {
   return Shape(v).str();
+}
+
+/**
+ * Strides that show x's elements in `shape` without a copy, or nullopt.
+ * Runs of x's axes that are contiguous with one another (each stride the
+ * next one's times its extent) may be split or merged freely, and size-1
+ * axes come and go: PyTorch's view rule. So squeezing a step out of a
+ * (batch, time, features) sequence, or reshaping a slice of whole rows,
+ * stays a view; a transposed matrix flattened is copied.
+ */
+std::optional<Shape> view_strides(const Tensor& x, const Shape& shape) {
+  const Shape& old_shape = x.shape();
+  const Shape& old_strides = x.strides();
+  if (x.numel() == 0 || old_shape.size() == 0) return contiguous_strides(shape);
+  Shape strides(std::vector<int64_t>(shape.size(), 0));
+  int64_t view_d = static_cast<int64_t>(shape.size()) - 1;
+  int64_t chunk_stride = old_strides[old_shape.size() - 1];
+  int64_t tensor_numel = 1, view_numel = 1;
+  for (int64_t d = static_cast<int64_t>(old_shape.size()) - 1; d >= 0; --d) {
+    tensor_numel *= old_shape[d];
+    // A chunk ends at axis 0 or where the axis before does not continue it.
+    if (d == 0 || (old_shape[d - 1] != 1 &&
+                   old_strides[d - 1] != tensor_numel * chunk_stride)) {
+      while (view_d >= 0 && (view_numel < tensor_numel || shape[view_d] == 1)) {
+        strides[view_d] = view_numel * chunk_stride;
+        view_numel *= shape[view_d];
+        --view_d;
+      }
+      if (view_numel != tensor_numel) return std::nullopt;
+      if (d > 0) {
+        chunk_stride = old_strides[d - 1];
+        tensor_numel = 1;
+        view_numel = 1;
+      }
+    }
+  }
+  if (view_d != -1) return std::nullopt;
+  return strides;
 }
 }  // namespace
 
@@ -44,6 +83,8 @@ Tensor reshape(const Tensor& x, const Shape& shape) {
   return apply_view(Reshape{s}, x);
 }
 Tensor Reshape::view(const Tensor& x) const {
+  if (const auto strides = view_strides(x, shape))
+    return make_view(x, shape, *strides, x.offset());
   const Tensor c = materialize(x);
   return make_view(c, shape, contiguous_strides(shape), c.offset());
 }

@@ -4,8 +4,10 @@
 
 #include "tapeflow/core/tensor.hpp"
 
-// Shape manipulation. reshape (of contiguous data), transpose, slice,
-// squeeze, expand_dims and broadcast_to return views that share storage.
+// Shape manipulation. transpose, slice, squeeze, expand_dims and
+// broadcast_to return views that share storage; so does reshape where the
+// strides allow it (contiguous data, size-1 axes, whole rows of a slice),
+// else it returns a contiguous copy.
 namespace tapeflow {
 
 /** New shape with the same element count; one extent may be -1. */
