@@ -27,7 +27,12 @@ Operand operand(const Tensor& input, const Shape& batch) {
   const auto s = [&](int64_t i) { return t.strides()[t.rank() + i]; };
   const bool row_major = s(-1) == 1 && s(-2) >= std::max<int64_t>(cols, 1);
   const bool col_major = s(-2) == 1 && s(-1) >= std::max<int64_t>(rows, 1);
-  if (!row_major && !col_major) t = materialize(t);
+  // A contiguous tensor may carry any stride on a size-1 axis (a reshape or
+  // broadcast view keeps it): canonical strides name the same elements.
+  if (!row_major && !col_major)
+    t = t.is_contiguous()
+            ? make_view(t, t.shape(), contiguous_strides(t.shape()), t.offset())
+            : materialize(t);
   // Batch axes must advance by one stride: none, or a dense run of them.
   bool single_batch = true;
   for (int64_t i = 0; i + 2 < t.rank(); ++i) single_batch &= t.shape()[i] == 1;

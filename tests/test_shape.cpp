@@ -113,14 +113,25 @@ TEST_CASE("reshape of a non-contiguous tensor is a view where strides allow") {
   const auto expanded = tpf::expand_dims(squeezed, 0);
   CHECK(expanded.raw_data() == step.raw_data());
   CHECK(expanded.to_vector<float>() == step_values);
-  // Whole rows of a slice split and merge as a view: (2, 4, 5) -> (2, 20)
-  // -> (2, 2, 10).
-  const auto rows = tpf::slice(x, {1, 0, 0}, {2, 4, 5});
+  // Time steps 1..2 of every sequence: (3, 2, 5) merges to (3, 10) and
+  // splits to (3, 5, 2) as views, each sequence's steps one run.
+  const auto steps = tpf::slice(x, {0, 1, 0}, {3, 2, 5});
+  const auto steps_merged = tpf::reshape(steps, {3, 10});
+  CHECK(steps_merged.raw_data() == steps.raw_data());
+  CHECK(steps_merged.strides() == tpf::Shape{20, 1});
+  CHECK(steps_merged.to_vector<float>() == steps.to_vector<float>());
+  const auto steps_split = tpf::reshape(steps, {3, 5, 2});
+  CHECK(steps_split.raw_data() == steps.raw_data());
+  CHECK(steps_split.to_vector<float>() == steps.to_vector<float>());
+  // A broadcast row keeps its stride 0 through size-1 axes; flattened, it
+  // is copied.
+  const auto rows3 = tpf::broadcast_to(tpf::tensor({1.f, 2.f}), {3, 2});
+  CHECK(tpf::reshape(rows3, {3, 1, 2}).strides() == tpf::Shape{0, 2, 1});
+  CHECK(tpf::reshape(rows3, {6}).to_vector<float>() ==
+        std::vector<float>{1, 2, 1, 2, 1, 2});
+  CHECK(tpf::reshape(tpf::slice(x, {0, 0, 0}, {3, 0, 5}), {0, 4}).numel() == 0);
   const auto merged = tpf::reshape(
       tpf::slice(tpf::transpose(x, {1, 0, 2}), {0, 1, 0}, {4, 2, 5}), {4, 10});
-  CHECK(tpf::reshape(rows, {2, 20}).raw_data() == rows.raw_data());
-  CHECK(tpf::reshape(rows, {2, 2, 10}).to_vector<float>() ==
-        rows.to_vector<float>());
   // Axes that do not continue each other are copied, in logical order: the
   // time-major view's (batch 1..2, features) merged into 10 per time step.
   std::vector<float> time_major;
