@@ -12,7 +12,8 @@ namespace tapeflow::cuda {
 namespace {
 
 // Each body writes one element through operator()(offsets) and, for the
-// vector path (elementwise.cuh), kWidth elements through vector(i, mask).
+// vector paths (elementwise.cuh), kWidth elements through vector(off, mask);
+// set_operand points an input elsewhere (a transposed tile in shared memory).
 
 template <class F, class R, class T>
 struct UnaryBody {
@@ -23,12 +24,15 @@ struct UnaryBody {
   __device__ void operator()(const int64_t* off) const {
     o[off[0]] = f(a[off[1]]);
   }
-  __device__ void vector(int64_t i, uint32_t broadcast) const {
-    const Pack<T, kWidth> x = load_pack<kWidth>(a, i, broadcast & 2u);
+  __device__ void vector(const int64_t* off, uint32_t broadcast) const {
+    const Pack<T, kWidth> x = load_pack<kWidth>(a, off[1], broadcast & 2u);
     Pack<R, kWidth> y;
 #pragma unroll
     for (int j = 0; j < kWidth; ++j) y.v[j] = f(x.v[j]);
-    store_pack<kWidth>(o, i, y);
+    store_pack<kWidth>(o, off[0], y);
+  }
+  __device__ void set_operand(int, const void* p) {
+    a = static_cast<const T*>(p);
   }
   std::array<OperandAddress, 2> addresses() const {
     return {{{o, sizeof(R)}, {a, sizeof(T)}}};
@@ -44,13 +48,16 @@ struct BinaryBody {
   __device__ void operator()(const int64_t* off) const {
     o[off[0]] = f(a[off[1]], b[off[2]]);
   }
-  __device__ void vector(int64_t i, uint32_t broadcast) const {
-    const Pack<T, kWidth> x = load_pack<kWidth>(a, i, broadcast & 2u);
-    const Pack<T, kWidth> z = load_pack<kWidth>(b, i, broadcast & 4u);
+  __device__ void vector(const int64_t* off, uint32_t broadcast) const {
+    const Pack<T, kWidth> x = load_pack<kWidth>(a, off[1], broadcast & 2u);
+    const Pack<T, kWidth> z = load_pack<kWidth>(b, off[2], broadcast & 4u);
     Pack<R, kWidth> y;
 #pragma unroll
     for (int j = 0; j < kWidth; ++j) y.v[j] = f(x.v[j], z.v[j]);
-    store_pack<kWidth>(o, i, y);
+    store_pack<kWidth>(o, off[0], y);
+  }
+  __device__ void set_operand(int k, const void* p) {
+    (k == 1 ? a : b) = static_cast<const T*>(p);
   }
   std::array<OperandAddress, 3> addresses() const {
     return {{{o, sizeof(R)}, {a, sizeof(T)}, {b, sizeof(T)}}};
@@ -66,14 +73,21 @@ struct WhereBody {
   __device__ void operator()(const int64_t* off) const {
     o[off[0]] = c[off[1]] ? a[off[2]] : b[off[3]];
   }
-  __device__ void vector(int64_t i, uint32_t broadcast) const {
-    const Pack<uint8_t, kWidth> m = load_pack<kWidth>(c, i, broadcast & 2u);
-    const Pack<T, kWidth> x = load_pack<kWidth>(a, i, broadcast & 4u);
-    const Pack<T, kWidth> z = load_pack<kWidth>(b, i, broadcast & 8u);
+  __device__ void vector(const int64_t* off, uint32_t broadcast) const {
+    const Pack<uint8_t, kWidth> m =
+        load_pack<kWidth>(c, off[1], broadcast & 2u);
+    const Pack<T, kWidth> x = load_pack<kWidth>(a, off[2], broadcast & 4u);
+    const Pack<T, kWidth> z = load_pack<kWidth>(b, off[3], broadcast & 8u);
     Pack<T, kWidth> y;
 #pragma unroll
     for (int j = 0; j < kWidth; ++j) y.v[j] = m.v[j] ? x.v[j] : z.v[j];
-    store_pack<kWidth>(o, i, y);
+    store_pack<kWidth>(o, off[0], y);
+  }
+  __device__ void set_operand(int k, const void* p) {
+    if (k == 1)
+      c = static_cast<const uint8_t*>(p);
+    else
+      (k == 2 ? a : b) = static_cast<const T*>(p);
   }
   std::array<OperandAddress, 4> addresses() const {
     return {{{o, sizeof(T)}, {c, 1}, {a, sizeof(T)}, {b, sizeof(T)}}};
@@ -88,12 +102,15 @@ struct CastBody {
   __device__ void operator()(const int64_t* off) const {
     o[off[0]] = convert_value<To>(a[off[1]]);
   }
-  __device__ void vector(int64_t i, uint32_t broadcast) const {
-    const Pack<From, kWidth> x = load_pack<kWidth>(a, i, broadcast & 2u);
+  __device__ void vector(const int64_t* off, uint32_t broadcast) const {
+    const Pack<From, kWidth> x = load_pack<kWidth>(a, off[1], broadcast & 2u);
     Pack<To, kWidth> y;
 #pragma unroll
     for (int j = 0; j < kWidth; ++j) y.v[j] = convert_value<To>(x.v[j]);
-    store_pack<kWidth>(o, i, y);
+    store_pack<kWidth>(o, off[0], y);
+  }
+  __device__ void set_operand(int, const void* p) {
+    a = static_cast<const From*>(p);
   }
   std::array<OperandAddress, 2> addresses() const {
     return {{{o, sizeof(To)}, {a, sizeof(From)}}};
@@ -105,11 +122,11 @@ struct FillBody {
   T* o;
   T v;
   __device__ void operator()(const int64_t* off) const { o[off[0]] = v; }
-  __device__ void vector(int64_t i, uint32_t) const {
+  __device__ void vector(const int64_t* off, uint32_t) const {
     Pack<T, kWidth> y;
 #pragma unroll
     for (int j = 0; j < kWidth; ++j) y.v[j] = v;
-    store_pack<kWidth>(o, i, y);
+    store_pack<kWidth>(o, off[0], y);
   }
   std::array<OperandAddress, 1> addresses() const {
     return {{{o, sizeof(T)}}};

@@ -2,9 +2,10 @@
 // Elementwise launches over the shared LoopPlan: a grid-stride loop whose
 // index is decomposed into per-operand offsets (skipped when all are flat;
 // core/strided_offsets.hpp below 2³¹ elements).
-// Flat launches of bodies that can (below) take a vector path instead: one
-// 128-bit load per operand and one 128-bit store per step, four floats or
-// two doubles at a time (CUDA.md §4, llm.c's Packed128).
+// Bodies that can (below) take a vector path instead: one 128-bit load per
+// operand and one 128-bit store per step, four floats or two doubles at a
+// time (CUDA.md §4, llm.c's Packed128), over flat launches and over loops
+// whose rows are contiguous or broadcast in every operand (a bias row).
 #include <algorithm>
 #include <array>
 #include <concepts>
@@ -89,16 +90,17 @@ struct alignas(sizeof(T) * W) Pack {
 };
 
 /**
- * Elements [i, i + W) of p, or W copies of p[0] where p is a broadcast
- * scalar. Plain loads, not __ldcs: an eager program's next op usually reads
- * this op's output, and evict-first hints would push it out of L2.
+ * Elements [i, i + W) of p, or W copies of p[i] where p is broadcast along
+ * the vector. Plain loads, not __ldcs: an eager program's next op usually
+ * reads this op's output, and evict-first hints would push it out of L2.
  */
 template <int W, class T>
 __device__ Pack<T, W> load_pack(const T* p, int64_t i, bool broadcast) {
   if (broadcast) {
     Pack<T, W> r;
+    const T x = p[i];
 #pragma unroll
-    for (int j = 0; j < W; ++j) r.v[j] = p[0];
+    for (int j = 0; j < W; ++j) r.v[j] = x;
     return r;
   }
   return *reinterpret_cast<const Pack<T, W>*>(p + i);
@@ -116,14 +118,16 @@ struct OperandAddress {
 
 /**
  * A body that can take the vector path: kWidth elements per vector (16
- * bytes of its widest operand), vector(i, broadcast) for elements
- * [i, i + kWidth) (bit k of broadcast: operand k is a scalar), and the
- * operands' addresses, output first.
+ * bytes of its widest operand), vector(off, broadcast) for the kWidth
+ * elements from operand k's offset off[k] (bit k of broadcast: operand k
+ * repeats its element at off[k] along the vector), and the operands'
+ * addresses, output first.
  */
 template <class Body, int N>
-concept VectorBody = requires(const Body& b, int64_t i, uint32_t mask) {
+concept VectorBody = requires(const Body& b, const int64_t* off,
+                              uint32_t mask) {
   { Body::kWidth } -> std::convertible_to<int>;
-  b.vector(i, mask);
+  b.vector(off, mask);
   { b.addresses() } -> std::same_as<std::array<OperandAddress, N>>;
 };
 
@@ -134,8 +138,12 @@ __global__ void __launch_bounds__(256)
   constexpr int W = Body::kWidth;
   const int first = int(blockIdx.x * blockDim.x + threadIdx.x);
   const int step = int(gridDim.x * blockDim.x);
-  for (int v = first; v < vectors; v += step)
-    body.vector(int64_t(v) * W, broadcast);
+  for (int v = first; v < vectors; v += step) {
+    int64_t off[N];
+    for (int k = 0; k < N; ++k)
+      off[k] = (broadcast >> k) & 1u ? 0 : int64_t(v) * W;
+    body.vector(off, broadcast);
+  }
   // Fewer than W elements are left; the first threads take one each. The
   // count is compared first: tail_begin + first overflows int for the
   // grid's later threads when numel is near 2^31.
@@ -178,6 +186,188 @@ bool launch_vector(const DevicePlan<N>& plan, const Body& body,
   return true;
 }
 
+/** The vectors of a loop that row_vectors_fit, grid-stride. */
+template <int N, class Body>
+__global__ void __launch_bounds__(256)
+    row_vector_kernel(DevicePlan<N> plan, Body body, FastDivmod per_row,
+                      uint32_t inner_broadcast, int vectors) {
+  const int step = int(gridDim.x * blockDim.x);
+  for (int v = int(blockIdx.x * blockDim.x + threadIdx.x); v < vectors;
+       v += step) {
+    int64_t off[N];
+    row_vector_offsets<N>(uint32_t(v), per_row, Body::kWidth, plan.rank,
+                          plan.extents, plan.strides, inner_broadcast, off);
+    body.vector(off, inner_broadcast);
+  }
+}
+
+/**
+ * Launches the row-vector path and returns true where the non-flat plan's
+ * rows are contiguous or broadcast in every operand and the contiguous ones
+ * start vectors (core/strided_offsets.hpp): a bias row or column over a
+ * matrix reads and writes 16 bytes at a time, with one index split per
+ * vector rather than per element.
+ */
+template <int N, class Body>
+bool launch_row_vectors(const DevicePlan<N>& plan, const Body& body,
+                        cudaStream_t stream) {
+  constexpr int W = Body::kWidth;
+  uint32_t inner_broadcast = 0;
+  if (plan.flat || !plan.index32 ||
+      !row_vectors_fit<N>(plan.rank, plan.shape, plan.strides, W,
+                          inner_broadcast) ||
+      (inner_broadcast & 1u) != 0)  // an output written once per element
+    return false;
+  const std::array<OperandAddress, N> addresses = body.addresses();
+  for (int k = 0; k < N; ++k) {
+    const auto address = reinterpret_cast<uintptr_t>(addresses[k].data);
+    if (!((inner_broadcast >> k) & 1u) &&
+        !vector_aligned(address, addresses[k].itemsize, W))
+      return false;
+  }
+  const int64_t per_row = plan.shape[plan.rank - 1] / W;
+  const int64_t vectors = plan.numel / W;
+  constexpr int kThreads = 256;
+  const int64_t blocks =
+      std::clamp<int64_t>((vectors + kThreads - 1) / kThreads, 1, 8192);
+  row_vector_kernel<N><<<int(blocks), kThreads, 0, stream>>>(
+      plan, body, FastDivmod(uint32_t(per_row)), inner_broadcast, int(vectors));
+  TAPEFLOW_CUDA_CHECK(cudaGetLastError());
+  return true;
+}
+
+// ---- the transposed-tile path ---------------------------------------------
+
+/**
+ * A body whose inputs can be read from elsewhere: set_operand(k, p) points
+ * operand k (1 for the first input) at p, of the operand's element type.
+ */
+template <class Body, int N>
+concept RebindableBody = requires(Body& b, const void* p) {
+  b.set_operand(1, p);
+  { b.addresses() } -> std::same_as<std::array<OperandAddress, N>>;
+};
+
+constexpr int kTile = 32, kTileRows = 8;
+
+/** One element's bits, by its size: tiles stage any element type. */
+__device__ inline void copy_element(void* to, const void* from, int size) {
+  switch (size) {
+    case 1:
+      *static_cast<uint8_t*>(to) = *static_cast<const uint8_t*>(from);
+      break;
+    case 2:
+      *static_cast<uint16_t*>(to) = *static_cast<const uint16_t*>(from);
+      break;
+    case 4:
+      *static_cast<uint32_t*>(to) = *static_cast<const uint32_t*>(from);
+      break;
+    default:
+      *static_cast<uint64_t*>(to) = *static_cast<const uint64_t*>(from);
+  }
+}
+
+/** The operands' addresses and element sizes, as a kernel argument. */
+template <int N>
+struct TileOperands {
+  const char* data[N];
+  int itemsize[N];
+};
+
+/**
+ * The loop's last two axes in 32 x 32 tiles (x: columns, y: rows, z: the
+ * outer axes, grid-stride). Each transposed operand's tile is read along its
+ * contiguous axis into shared memory, then every element is computed along
+ * the last axis, so that both its reads and the output's writes coalesce
+ * (the transpose kernel of CUDA's samples, under any body).
+ */
+template <int N, class Body>
+__global__ void __launch_bounds__(kTile* kTileRows)
+    transposed_tile_kernel(DevicePlan<N> plan, Body body, uint32_t transposed,
+                           TileOperands<N> operands, int64_t outer) {
+  __shared__ uint64_t tiles[N][kTile][kTile + 1];
+  const int r = plan.rank;
+  const int64_t rows = plan.shape[r - 2], cols = plan.shape[r - 1];
+  const int64_t i0 = int64_t(blockIdx.y) * kTile,
+                j0 = int64_t(blockIdx.x) * kTile;
+  const int tx = int(threadIdx.x), ty = int(threadIdx.y);
+  Body local = body;
+  for (int k = 1; k < N; ++k)
+    if ((transposed >> k) & 1u) local.set_operand(k, &tiles[k][0][0]);
+  // Offsets advance by a stride per row of threads: no 64-bit products in
+  // the element loops, which unroll.
+  constexpr int kSteps = kTile / kTileRows;
+  const bool column_in = j0 + tx < cols;
+  for (int64_t z = blockIdx.z; z < outer; z += gridDim.z) {
+    int64_t base[N];
+    strided_offsets<N>(uint32_t(z), r - 2, plan.extents, plan.strides, base);
+    for (int k = 1; k < N; ++k) {
+      if (!((transposed >> k) & 1u)) continue;
+      const int size = operands.itemsize[k];
+      const int64_t along_j = plan.strides[k][r - 1];
+      const char* from =
+          operands.data[k] +
+          (base[k] + (i0 + tx) * plan.strides[k][r - 2] + (j0 + ty) * along_j) *
+              size;
+      char* to = reinterpret_cast<char*>(&tiles[k][0][0]) +
+                 (ty * (kTile + 1) + tx) * size;
+      const bool row_in = i0 + tx < rows;
+#pragma unroll
+      for (int step = 0; step < kSteps; ++step) {
+        if (row_in && j0 + ty + step * kTileRows < cols)
+          copy_element(to, from, size);
+        from += kTileRows * along_j * size;
+        to += kTileRows * (kTile + 1) * size;
+      }
+    }
+    __syncthreads();
+    int64_t off[N], advance[N];
+    for (int k = 0; k < N; ++k) {
+      const bool tile = (transposed >> k) & 1u;
+      off[k] = tile ? int64_t{tx} * (kTile + 1) + ty
+                    : base[k] + (i0 + ty) * plan.strides[k][r - 2] +
+                          (j0 + tx) * plan.strides[k][r - 1];
+      advance[k] = tile ? kTileRows : kTileRows * plan.strides[k][r - 2];
+    }
+#pragma unroll
+    for (int step = 0; step < kSteps; ++step) {
+      if (column_in && i0 + ty + step * kTileRows < rows) local(off);
+      for (int k = 0; k < N; ++k) off[k] += advance[k];
+    }
+    __syncthreads();  // the next outer index restages the tiles
+  }
+}
+
+/**
+ * Launches the transposed-tile path and returns true where some input is
+ * read across its contiguous axis (core/strided_offsets.hpp).
+ */
+template <int N, class Body>
+bool launch_transposed_tiles(const DevicePlan<N>& plan, const Body& body,
+                             cudaStream_t stream) {
+  if (plan.flat || !plan.index32) return false;
+  const uint32_t transposed = transposed_operands<N>(plan.rank, plan.strides);
+  if (transposed == 0) return false;
+  const int64_t rows = plan.shape[plan.rank - 2];
+  const int64_t cols = plan.shape[plan.rank - 1];
+  constexpr int64_t kMaxGridYZ = 65535;
+  const int64_t row_tiles = (rows + kTile - 1) / kTile;
+  if (row_tiles > kMaxGridYZ) return false;
+  TileOperands<N> operands{};
+  const std::array<OperandAddress, N> addresses = body.addresses();
+  for (int k = 0; k < N; ++k) {
+    operands.data[k] = static_cast<const char*>(addresses[k].data);
+    operands.itemsize[k] = int(addresses[k].itemsize);
+  }
+  const int64_t outer = plan.numel / (rows * cols);
+  const dim3 grid(unsigned((cols + kTile - 1) / kTile), unsigned(row_tiles),
+                  unsigned(std::min(outer, kMaxGridYZ)));
+  transposed_tile_kernel<N><<<grid, dim3(kTile, kTileRows), 0, stream>>>(
+      plan, body, transposed, operands, outer);
+  TAPEFLOW_CUDA_CHECK(cudaGetLastError());
+  return true;
+}
+
 /** Runs body(offsets) for every element of `out` on out's GPU. */
 template <int N, class Body>
 void launch_elementwise(const Tensor& out,
@@ -186,7 +376,11 @@ void launch_elementwise(const Tensor& out,
   const cudaStream_t stream = activate(out.device().index);
   const DevicePlan<N> plan = device_plan<N>(out, in);
   if constexpr (VectorBody<Body, N>)
-    if (launch_vector<N>(plan, body, stream)) return;
+    if (launch_vector<N>(plan, body, stream) ||
+        launch_row_vectors<N>(plan, body, stream))
+      return;
+  if constexpr (RebindableBody<Body, N>)
+    if (launch_transposed_tiles<N>(plan, body, stream)) return;
   constexpr int kThreads = 256;
   const int64_t blocks =
       std::min<int64_t>((plan.numel + kThreads - 1) / kThreads, 8192);

@@ -2,10 +2,12 @@
 // CPU CI can check without a GPU: which cuBLAS arithmetic a matmul gets
 // (core/gemm_compute.hpp), how the elementwise and reduction kernels cut
 // their work into 16-byte vectors and blocks (core/vector_split.hpp), and
-// the elementwise kernels' strided offsets (core/strided_offsets.hpp).
+// the elementwise kernels' strided offsets and row vectors
+// (core/strided_offsets.hpp).
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "core/gemm_compute.hpp"
@@ -62,6 +64,42 @@ TEST_CASE("the elementwise vectors and tail cover every element once") {
     }
 }
 
+namespace {
+
+/**
+ * A loop of three operands (out, a, b) as the kernels receive it: extents
+ * as FastDivmods, strides by operand, built from per-axis stride triples.
+ */
+struct Loop3 {
+  int rank = 0;
+  std::vector<int64_t> shape;
+  tpf::FastDivmod extents[tpf::kMaxRank];
+  int64_t strides[3][tpf::kMaxRank] = {};
+  int64_t numel = 1;
+
+  Loop3(std::vector<int64_t> shape_,
+        const std::vector<std::array<int64_t, 3>>& per_axis)
+      : rank(static_cast<int>(shape_.size())), shape(std::move(shape_)) {
+    for (int d = 0; d < rank; ++d) {
+      extents[d] = tpf::FastDivmod(static_cast<uint32_t>(shape[d]));
+      for (int k = 0; k < 3; ++k) strides[k][d] = per_axis[d][k];
+      numel *= shape[d];
+    }
+  }
+
+  /** The operands' offsets at flat index i, by 64-bit division. */
+  std::array<int64_t, 3> offsets(int64_t i) const {
+    std::array<int64_t, 3> off{};
+    for (int d = rank - 1; d >= 0; --d) {
+      for (int k = 0; k < 3; ++k) off[k] += i % shape[d] * strides[k][d];
+      i /= shape[d];
+    }
+    return off;
+  }
+};
+
+}  // namespace
+
 TEST_CASE("strided offsets through FastDivmod equal 64-bit division") {
   // Loops as plan_elementwise leaves them: a row broadcast (stride 0), a
   // transposed operand, a 5-d slice with odd extents and negative strides.
@@ -76,33 +114,98 @@ TEST_CASE("strided offsets through FastDivmod equal 64-bit division") {
        {{770, -1540, 5}, {154, 308, 0}, {22, -44, 1}, {11, 22, 7}, {1, 2, 3}}},
       {{1}, {{1, 0, 1}}},
   };
-  for (const Loop& loop : loops) {
-    const int rank = static_cast<int>(loop.shape.size());
-    tpf::FastDivmod extents[tpf::kMaxRank];
-    int64_t strides[3][tpf::kMaxRank] = {};
-    int64_t numel = 1;
-    for (int d = 0; d < rank; ++d) {
-      extents[d] = tpf::FastDivmod(static_cast<uint32_t>(loop.shape[d]));
-      for (int k = 0; k < 3; ++k) strides[k][d] = loop.strides[d][k];
-      numel *= loop.shape[d];
-    }
-    CAPTURE(numel);
+  for (const Loop& given : loops) {
+    const Loop3 loop(given.shape, given.strides);
+    CAPTURE(loop.numel);
     int64_t mismatches = 0;
     // Every index of the small loops; a stride of indices of the large one.
-    const int64_t step = numel > 100000 ? 4099 : 1;
-    for (int64_t i = 0; i < numel; i += step) {
+    const int64_t step = loop.numel > 100000 ? 4099 : 1;
+    for (int64_t i = 0; i < loop.numel; i += step) {
       int64_t fast[3];
-      tpf::strided_offsets<3>(static_cast<uint32_t>(i), rank, extents, strides,
-                              fast);
-      int64_t slow[3] = {0, 0, 0}, rest = i;
-      for (int d = rank - 1; d >= 0; --d) {
-        for (int k = 0; k < 3; ++k)
-          slow[k] += rest % loop.shape[d] * strides[k][d];
-        rest /= loop.shape[d];
-      }
+      tpf::strided_offsets<3>(static_cast<uint32_t>(i), loop.rank, loop.extents,
+                              loop.strides, fast);
+      const std::array<int64_t, 3> slow = loop.offsets(i);
       for (int k = 0; k < 3; ++k) mismatches += fast[k] != slow[k];
     }
     CHECK(mismatches == 0);
+  }
+}
+
+TEST_CASE("row vectors: which loops fit, and each vector's offsets") {
+  // Per axis: out, a, b strides. W = 4 (floats).
+  struct Loop {
+    std::vector<int64_t> shape;
+    std::vector<std::array<int64_t, 3>> strides;
+    bool fits;
+    uint32_t inner_broadcast;
+  };
+  const std::vector<Loop> loops = {
+      // A bias row added to every row; a column to every column.
+      {{64, 32}, {{32, 32, 0}, {1, 1, 1}}, true, 0},
+      {{64, 32}, {{32, 32, 1}, {1, 1, 0}}, true, 4},
+      // A slice of whole vectors, a scalar a, a row broadcast over rank 3.
+      {{5, 6, 8}, {{48, 0, 0}, {8, 0, 8}, {1, 0, 1}}, true, 2},
+      {{5, 6, 8}, {{48, 96, 0}, {8, 16, 8}, {1, 1, 1}}, true, 0},
+      // A transposed operand, rows of 6, a row start between vectors, a
+      // reversed row.
+      {{300, 256}, {{256, 1, 256}, {1, 300, 1}}, false, 0},
+      {{4, 6}, {{6, 6, 0}, {1, 1, 1}}, false, 0},
+      {{3, 8}, {{8, 9, 8}, {1, 1, 1}}, false, 0},
+      {{3, 8}, {{8, 8, 8}, {1, -1, 1}}, false, 0},
+  };
+  constexpr int W = 4;
+  for (const Loop& given : loops) {
+    const Loop3 loop(given.shape, given.strides);
+    CAPTURE(loop.numel);
+    uint32_t inner_broadcast = 99;
+    const bool fits = tpf::row_vectors_fit<3>(loop.rank, loop.shape.data(),
+                                              loop.strides, W, inner_broadcast);
+    REQUIRE(fits == given.fits);
+    if (!fits) continue;
+    CHECK(inner_broadcast == given.inner_broadcast);
+    // Vector v covers elements [v W, v W + W) of one row: each operand's
+    // offset is the first element's, and a contiguous one starts a vector.
+    const tpf::FastDivmod per_row(
+        static_cast<uint32_t>(loop.shape[loop.rank - 1] / W));
+    int64_t mismatches = 0, misaligned = 0;
+    for (int64_t v = 0; v < loop.numel / W; ++v) {
+      int64_t fast[3];
+      tpf::row_vector_offsets<3>(static_cast<uint32_t>(v), per_row, W,
+                                 loop.rank, loop.extents, loop.strides,
+                                 inner_broadcast, fast);
+      const std::array<int64_t, 3> slow = loop.offsets(v * W);
+      for (int k = 0; k < 3; ++k) {
+        mismatches += fast[k] != slow[k];
+        misaligned += !((inner_broadcast >> k) & 1u) && fast[k] % W != 0;
+      }
+    }
+    CHECK(mismatches == 0);
+    CHECK(misaligned == 0);
+  }
+}
+
+TEST_CASE("transposed operands: read along the second-to-last axis") {
+  struct Loop {
+    int rank;
+    std::vector<std::array<int64_t, 3>> strides;  // per axis: out, a, b
+    uint32_t transposed;
+  };
+  const std::vector<Loop> loops = {
+      // a transposed; a and b transposed over a batch axis; a column
+      // broadcast read across (stride 0 along the last axis).
+      {2, {{45, 1, 45}, {1, 70, 1}}, 2},
+      {3, {{2048, 2048, 2048}, {32, 1, 1}, {1, 64, 32}}, 6},
+      {2, {{70, 1, 70}, {1, 0, 1}}, 2},
+      // Nothing transposed; a transposed output; one axis.
+      {2, {{70, 70, 0}, {1, 1, 1}}, 0},
+      {2, {{1, 1, 70}, {45, 45, 1}}, 0},
+      {1, {{1, 2, 0}}, 0},
+  };
+  for (const Loop& loop : loops) {
+    int64_t strides[3][tpf::kMaxRank] = {};
+    for (int d = 0; d < loop.rank; ++d)
+      for (int k = 0; k < 3; ++k) strides[k][d] = loop.strides[d][k];
+    CHECK(tpf::transposed_operands<3>(loop.rank, strides) == loop.transposed);
   }
 }
 

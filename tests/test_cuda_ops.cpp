@@ -3,9 +3,10 @@
 // ops), argmin's ties and NaN rule, max_pool2d_with_argmax's TensorFlow
 // indices, max pooling's second order (MaxPoolGather), the data errors and
 // edge rows of matrix_inverse and one_hot, gather with an empty output, a
-// convolution too tall for one grid along y, and the fused cross entropy's
-// rows wider than a block. The deferred gather error is test_cuda.cpp's.
-// Skips (exit 77) where no GPU is present.
+// convolution too tall for one grid along y, the fused cross entropy's
+// rows wider than a block, and elementwise broadcasts on both vector paths. The
+// deferred gather error is test_cuda.cpp's. Skips (exit 77) where no GPU is
+// present.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <iostream>
 #include <sstream>
@@ -318,6 +319,53 @@ TEST_CASE(
       const double tol = dtype == tpf::float32 ? 1e-5 : 1e-12;
       CHECK_CLOSE(on_gpu[0], on_cpu[0], tol, tol);
       CHECK_CLOSE(on_gpu[1], on_cpu[1], tol, tol);
+    }
+  }
+}
+
+TEST_CASE("broadcasts, slices and transposes on the GPU are the CPU's" *
+          doctest::skip(!has_gpu())) {
+  // Rows contiguous or broadcast in every operand take the row-vector path
+  // (16-byte loads per row, elementwise.cuh); transposed inputs the tile
+  // path (odd sizes, a batch of them, a transposed condition, a cast); rows
+  // of 6 and a slice starting between vectors the element path. Single
+  // rounding ops: equal to the bit.
+  for (const tpf::DType dtype : {tpf::float32, tpf::float64}) {
+    CAPTURE(dtype);
+    const auto m = uniform64({64, 40}).cast(dtype);
+    const auto row = uniform64({32}).cast(dtype);
+    const auto column = uniform64({64, 1}).cast(dtype);
+    const auto cube = uniform64({5, 6, 8}).cast(dtype);
+    const auto cond = uniform64({64, 1}) > tpf::zeros({64, 1}, tpf::float64);
+    const auto odd = uniform64({70, 45}).cast(dtype);
+    const auto odd_cond = uniform64({70, 45}) > tpf::zeros({70, 45});
+    const auto on = [&](tpf::Device d) {
+      const auto x = m.to(d), r = row.to(d), c = column.to(d);
+      const auto aligned = tpf::slice(x, {0, 4}, {64, 32});
+      const auto between = tpf::slice(x, {0, 1}, {64, 32});
+      return std::vector<tpf::Tensor>{
+          (aligned + r).cpu(),
+          (aligned * c).cpu(),
+          (between - r).cpu(),
+          tpf::where(cond.to(d), aligned, r).cpu(),
+          aligned.contiguous().cpu(),
+          tpf::cast(aligned, tpf::float32).cpu(),
+          (cube.to(d) + tpf::slice(cube.to(d), {2, 0, 0}, {1, 6, 8})).cpu(),
+          (tpf::slice(x, {0, 0}, {64, 6}) + tpf::slice(r, {0}, {6})).cpu(),
+          (tpf::transpose(tpf::slice(x, {0, 0}, {32, 32})) + r).cpu(),
+          (tpf::transpose(odd.to(d)) * tpf::slice(x, {0, 0}, {45, 1})).cpu(),
+          tpf::transpose(cube.to(d), {0, 2, 1}).contiguous().cpu(),
+          tpf::cast(tpf::transpose(odd.to(d)), tpf::float32).cpu(),
+          tpf::where(tpf::transpose(odd_cond.to(d)), tpf::transpose(odd.to(d)),
+                     tpf::slice(x, {0, 0}, {45, 1}))
+              .cpu()};
+    };
+    const auto cpu = on(tpf::Device::cpu());
+    const auto gpu_results = on(gpu);
+    REQUIRE(cpu.size() == gpu_results.size());
+    for (size_t i = 0; i < cpu.size(); ++i) {
+      CAPTURE(i);
+      CHECK_CLOSE(gpu_results[i], cpu[i], 0.0, 0.0);
     }
   }
 }

@@ -8,10 +8,13 @@
 #       and bundles every libtapeflow*.so (the CUDA backend and LIBXSMM's
 #       module are dlopened, so ldd cannot see them), the test and CUDA
 #       bench binaries, mnist_cnn and their non-system libraries into
-#       .gpu/bundle.tar.gz (git-ignored), with the whole Fashion-MNIST
-#       beside it in .gpu/fashion-mnist (.gpu refused above 58 MiB, as a
-#       device call carries 64 MiB with the working tree). CUDA's own libraries (libcudart, libcublas,
-#       libcublasLt .so.13) come from the GPU machine: run looks for them in
+#       .gpu/bundle.tar.xz (git-ignored; xz: libdnnl alone is 40 MB), with
+#       the whole Fashion-MNIST beside it in .gpu/fashion-mnist (.gpu refused
+#       above 58 MiB, as a device call carries 64 MiB with the working tree).
+#       Where MPI and NCCL are found, tpf::dist's NCCL test and Open MPI's
+#       runtime join the bundle (tools/gpu_check_dist.sh).
+#       CUDA's own libraries (libcudart, libcublas,
+#       libcublasLt .so.13, libnccl) come from the GPU machine: run looks for them in
 #       /usr/local/cuda/lib64, /usr/local/cuda/targets/x86_64-linux/lib and
 #       pip's nvidia/*/lib.
 #   tools/gpu_check.sh run
@@ -36,17 +39,20 @@
 #       may soft-place), mnist_cnn for its 2 epochs (passing at a test
 #       accuracy of 89.5 %), compute-sanitizer memcheck on test_cuda_ops,
 #       test_cuda and test_conv (strict, on the GPU), racecheck on
-#       test_cuda_ops, the CUDA benchmarks
+#       test_cuda_ops, tpf::dist's NCCL test as an MPI singleton, the CUDA
+#       benchmarks
 #       where built, their PyTorch peers (tools/gpu_peer_cnn.py,
 #       tools/gpu_peer_nn.py) where torch imports. Only the tests set the
 #       exit status; a test that exits 77 (no GPU case ran: the CUDA
 #       backend did not load) is reported loudly and fails it too.
 #
-#       GPU_CHECK_BUNDLE names another bundle (default .gpu/bundle.tar.gz,
+#       GPU_CHECK_BUNDLE names another bundle (default .gpu/bundle.tar.xz,
 #       relative to the repository root), e.g. a fake one to try this
 #       script on a machine without a GPU.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=tools/gpu_check_dist.sh
+source tools/gpu_check_dist.sh
 
 # The OpCase tables and the other suites that run ops on a device.
 suites=(tensor elementwise reduce shape linalg activations pool norm conv
@@ -55,7 +61,7 @@ suites=(tensor elementwise reduce shape linalg activations pool norm conv
 
 # pack's build options, for meson setup and, on an existing build, configure.
 pack_options=(-Dgpu_archs=90 -Dbuildtype=release -Dcuda=enabled -Dtests=true
-              -Dsamples=true -Ddist=disabled -Dfuzz=disabled)
+              -Dsamples=true -Ddist=auto -Dfuzz=disabled)
 
 pack() {
   local build=${1:-build-gpu}
@@ -67,8 +73,10 @@ pack() {
   fi
   # Only what travels: the other tests and samples would double the build.
   local wanted=(src/libtapeflow.so src/libtapeflow_xsmm.so src/libtapeflow_cuda.so
-                tests/test_cuda tests/test_cuda_ops samples/mnist_cnn
-                benchmarks/cuda/tapeflow_bench_cuda) targets=() t
+                src/libtapeflow_dist.so src/libtapeflow_dist_nccl.so
+                tests/test_cuda tests/test_cuda_ops tests/dist/test_dist_nccl
+                samples/mnist_cnn benchmarks/cuda/tapeflow_bench_cuda)
+  local targets=() t
   for s in "${suites[@]}"; do wanted+=("tests/test_$s"); done
   # Meson 1.0 gives nvcc no dependency-file flags, so ninja never sees the
   # headers a .cu file includes: when a header is newer than the CUDA
@@ -78,6 +86,8 @@ pack() {
         -name '*.cuh' \) -newer "$cuda_lib" -print -quit) ]]; then
     rm -f "$build"/src/libtapeflow_cuda.so.p/*.cu.o
   fi
+  # New options reach build.ninja at its regeneration, before the listing.
+  ninja -C "$build" build.ninja >/dev/null
   local known
   known=$(ninja -C "$build" -t targets all | cut -d: -f1)
   for t in "${wanted[@]}"; do
@@ -88,13 +98,13 @@ pack() {
   stage=$(mktemp -d)
   mkdir -p .gpu
   mkdir -p "$stage/bin" "$stage/lib"
-  # Every library and runtime-loaded module (libtapeflow_cuda, _xsmm, ...),
-  # but tpf::dist's: pack builds without it (no MPI travels), so any left
-  # in an older build directory is stale.
+  # Every library and runtime-loaded module (libtapeflow_cuda, _xsmm, ...);
+  # tpf::dist's with its test (pack_dist).
   local so
   for so in "$build"/src/libtapeflow*.so; do
     [[ $so == */libtapeflow_dist* ]] || cp -L "$so" "$stage/lib/"
   done
+  pack_dist "$build" "$stage"
   [[ -e $stage/lib/libtapeflow_cuda.so ]] || {
     echo "gpu_check pack: no $build/src/libtapeflow_cuda.so" >&2
     return 1
@@ -111,12 +121,15 @@ pack() {
   # alternative (the benchmark peers install it), libblas.so.3 would bring
   # its 36 MB into the bundle, and only CPU-side float64 tests use BLAS.
   local reference_blas=/usr/lib/x86_64-linux-gnu/blas:/usr/lib/x86_64-linux-gnu/lapack
-  for f in "$stage"/bin/* "$stage"/lib/*; do
+  for f in "$stage"/bin/* "$stage"/lib/* "$stage"/dist/* \
+           $(find "$stage/openmpi" -name '*.so' 2>/dev/null); do
+    [[ -e $f ]] || continue
     LD_LIBRARY_PATH="$stage/lib:$reference_blas" ldd "$f" | awk '$3 ~ /^\// {print $1, $3}'
   done | sort -u | while read -r name path; do
     [[ $name =~ $skip ]] || [[ -e $stage/lib/$name ]] || cp -L "$path" "$stage/lib/$name"
   done
-  tar -C "$stage" -czf .gpu/bundle.tar.gz bin lib
+  rm -f .gpu/bundle.tar.gz  # the gzip bundle of before
+  tar -C "$stage" -cf - . | xz -6 -T0 >.gpu/bundle.tar.xz
   rm -rf "$stage"
   # The device call carries at most 64 MiB: .gpu and the working tree.
   local size
@@ -278,6 +291,13 @@ count_doctest() {
   fi
 }
 
+# unpack BUNDLE DIR: tar's xz, else Python's (a machine without xz-utils).
+unpack() {
+  tar -C "$2" -xJf "$1" 2>/dev/null ||
+    python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' \
+      "$1" "$2"
+}
+
 # The run's end: on a signal too (a kill from outside leaves the summary
 # written before its step).
 finish() {
@@ -300,9 +320,9 @@ run() {
   trap 'on_signal INT' INT
   trap 'on_signal HUP' HUP
   write_summary
-  local bundle=${GPU_CHECK_BUNDLE:-.gpu/bundle.tar.gz}
+  local bundle=${GPU_CHECK_BUNDLE:-.gpu/bundle.tar.xz}
   root=$(mktemp -d)
-  if ! tar -C "$root" -xzf "$bundle"; then
+  if ! unpack "$bundle" "$root"; then
     status="no bundle $bundle (run pack here first; the device call needs carry [\".gpu\"])"
     failed=1
     write_summary
@@ -389,6 +409,8 @@ run() {
 
   parallel_suites 90 "$root/suites" "${benv[@]}" TAPEFLOW_TEST_DEVICE=cuda \
     TAPEFLOW_TEST_STRICT_DEVICE=1
+
+  run_dist "$root" "${benv[@]}"
 
   local cnn=$bin/mnist_cnn data=$PWD/.gpu/fashion-mnist
   local have_cnn=0
@@ -488,10 +510,8 @@ parallel_suites() {
   status="running the OpCase suites, $jobs at a time (limit ${limit}s each) since $((SECONDS - t0))s"
   write_summary
   echo "=== OpCase suites, $jobs at a time (limit ${limit}s each)"
-  local -A started
   for s in "${suites[@]}"; do
     while (($(jobs -rp | wc -l) >= jobs)); do wait -n; done
-    started[$s]=$SECONDS
     (
       timeout -k "$kill_after" "$limit" "$@" "$bin/test_$s" </dev/null \
         >"$dir/$s.txt" 2>&1
