@@ -80,11 +80,12 @@ pack() {
   for s in "${suites[@]}"; do wanted+=("tests/test_$s"); done
   # Meson 1.0 gives nvcc no dependency-file flags, so ninja never sees the
   # headers a .cu file includes: when a header is newer than the CUDA
-  # library, its objects are compiled again.
+  # library, its objects are compiled again (named .._cuda_X.cu.o: a glob
+  # would skip them as hidden files).
   local cuda_lib=$build/src/libtapeflow_cuda.so
   if [[ -e $cuda_lib && -n $(find cuda src include \( -name '*.h*' -o \
         -name '*.cuh' \) -newer "$cuda_lib" -print -quit) ]]; then
-    rm -f "$build"/src/libtapeflow_cuda.so.p/*.cu.o
+    find "$build/src/libtapeflow_cuda.so.p" -name '*.cu.o' -delete
   fi
   # New options reach build.ninja at its regeneration, before the listing.
   ninja -C "$build" build.ninja >/dev/null
@@ -104,7 +105,7 @@ pack() {
   for so in "$build"/src/libtapeflow*.so; do
     [[ $so == */libtapeflow_dist* ]] || cp -L "$so" "$stage/lib/"
   done
-  pack_dist "$build" "$stage"
+  pack_dist "$build" "$stage" "${targets[@]}"
   [[ -e $stage/lib/libtapeflow_cuda.so ]] || {
     echo "gpu_check pack: no $build/src/libtapeflow_cuda.so" >&2
     return 1
@@ -141,8 +142,9 @@ pack() {
   fi
 }
 
-# The CNN sample (built without tpf::dist, so no MPI travels) into the
-# bundle, and the whole Fashion-MNIST (30 MiB, gzipped already) beside it in
+# The CNN sample (linked with tpf::dist where MPI is found: its libraries
+# travel too, and a plain process never starts MPI) into the bundle, and the
+# whole Fashion-MNIST (30 MiB, gzipped already) beside it in
 # .gpu/fashion-mnist, so that the run trains the sample's 2 epochs.
 pack_cnn_sample() {
   local build=$1 stage=$2 fashion=/usr/share/datasets/fashion-mnist

@@ -11,13 +11,23 @@
 # libfabric, PSM, verbs) or OpenSHMEM: left behind, with their libraries.
 dist_unused_components='(ucx|ofi|psm|openib|uct|spml|sshmem|scoll|memheap|atomic_)'
 
-# pack_dist BUILD STAGE: the test and the Open MPI runtime into STAGE, where
-# BUILD has tpf::dist's NCCL half; pack's library walk adds what they link.
+# pack_dist BUILD STAGE TARGET...: the test and the Open MPI runtime into
+# STAGE, where this pack built tpf::dist's NCCL half and its test (TARGETs:
+# what it built; files left by an older configuration do not count) and
+# Open MPI is what MPI was found as; pack's library walk adds what they link.
 pack_dist() {
   local build=$1 stage=$2
-  if [[ ! -e $build/src/libtapeflow_dist_nccl.so ]]; then
+  shift 2
+  local built=" $* "
+  if [[ $built != *" src/libtapeflow_dist_nccl.so "* ||
+        $built != *" tests/dist/test_dist_nccl "* ]]; then
     echo "gpu_check pack: no tpf::dist with NCCL in $build (MPI or NCCL not" \
       "found), its test not bundled"
+    return 0
+  fi
+  if ! command -v ompi_info >/dev/null; then
+    echo "gpu_check pack: MPI is not Open MPI (no ompi_info), the NCCL test" \
+      "not bundled"
     return 0
   fi
   mkdir -p "$stage/dist"
