@@ -88,7 +88,19 @@ RNNResult RNN::call(const Tensor& x, const RNNCall& args) {
   const auto keep = step_masks(args.mask, x.shape(), name());
   std::vector<Tensor> states = first_states(x, args);
   cell_->reset_dropout_masks();
-  const auto steps = unstack(cell_->project_inputs(x), 1);
+  const Tensor projected = cell_->project_inputs(x);
+  if (keep.empty()) {
+    std::vector<Tensor> walked = cell_->walk_projected(
+        projected, states, opt.go_backwards, opt.return_sequences);
+    if (!walked.empty()) {
+      RNNResult r;
+      r.output = walked[0];
+      if (opt.return_state)
+        r.states.assign(walked.end() - cell_->state_count(), walked.end());
+      return r;
+    }
+  }
+  const auto steps = unstack(projected, 1);
   const int64_t time = x.shape()[1];
   std::vector<Tensor> outputs;
   Tensor last = states[0];

@@ -3,6 +3,7 @@
 
 #include "core/checked.hpp"
 #include "core/op_error.hpp"
+#include "nn/lstm_sequence.hpp"
 #include "tapeflow/creation.hpp"
 #include "tapeflow/nn/dropout.hpp"
 #include "tapeflow/ops/linalg.hpp"
@@ -104,6 +105,12 @@ Tensor RecurrentCell::project_inputs(const Tensor& x) {
   return reshape(z, out);
 }
 
+std::vector<Tensor> RecurrentCell::walk_projected(const Tensor&,
+                                                  const std::vector<Tensor>&,
+                                                  bool, bool) {
+  return {};
+}
+
 Tensor RecurrentCell::dropped_state(const Tensor& h) {
   const Tensor m = mask_for(recurrent_mask_, h, options_.recurrent_dropout);
   return m.defined() ? h * m : h;
@@ -171,6 +178,22 @@ std::vector<Tensor> LSTMCell::step_projected(
   };
   const Tensor c = gate(g[1]) * states[1] + gate(g[0]) * act(g[2]);
   return {gate(g[3]) * act(c), c};
+}
+
+std::vector<Tensor> LSTMCell::walk_projected(const Tensor& projected,
+                                             const std::vector<Tensor>& states,
+                                             bool go_backwards,
+                                             bool return_sequences) {
+  using Function = Tensor (*)(const Tensor&);
+  const auto* act = options_.activation.target<Function>();
+  const auto* gate = options_.recurrent_activation.target<Function>();
+  const bool keras_defaults = act && *act == &nn::tanh && gate &&
+                              *gate == &nn::sigmoid &&
+                              options_.recurrent_dropout == 0.0;
+  if (!keras_defaults) return {};
+  return detail::lstm_sequence(projected, states[0], states[1],
+                               recurrent_kernel_, go_backwards,
+                               return_sequences);
 }
 
 GRUCell::GRUCell(int64_t units, RNNOptions options)

@@ -65,6 +65,17 @@ class RecurrentCell : public Module {
   /** One step from a row of project_inputs(). */
   virtual std::vector<Tensor> step_projected(
       const Tensor& projected_t, const std::vector<Tensor>& states) = 0;
+  /**
+   * Every step of project_inputs() (batch, time, gates × units) at once,
+   * where the cell has a fused walk for its options: {the outputs
+   * (batch, time, units) in walk order (with return_sequences only), the
+   * last states...}; empty where the layer must step one at a time. The
+   * values are step_projected's, to the bit.
+   */
+  virtual std::vector<Tensor> walk_projected(const Tensor& projected,
+                                             const std::vector<Tensor>& states,
+                                             bool go_backwards,
+                                             bool return_sequences);
 
   const Variable& kernel() const { return kernel_; }
   const Variable& recurrent_kernel() const { return recurrent_kernel_; }
@@ -118,6 +129,16 @@ class LSTMCell : public RecurrentCell {
   size_t state_count() const override { return 2; }
   std::vector<Tensor> step_projected(
       const Tensor& projected_t, const std::vector<Tensor>& states) override;
+  /**
+   * With Keras' default activations (sigmoid gates, tanh), no recurrent
+   * dropout and one tape recording (a first-order gradient): one recorded
+   * op whose gradient forms the recurrent kernel's from one product over
+   * all steps.
+   */
+  std::vector<Tensor> walk_projected(const Tensor& projected,
+                                     const std::vector<Tensor>& states,
+                                     bool go_backwards,
+                                     bool return_sequences) override;
 
  protected:
   Tensor initial_bias(int64_t in) override;

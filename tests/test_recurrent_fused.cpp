@@ -1,0 +1,185 @@
+// The LSTM layer's fused walk (one recorded op with a closed-form gradient,
+// nn/lstm_sequence.cpp) against the same layer stepped op by op: the same
+// values to the bit, the same gradients of every input, state and weight,
+// over both directions and every output choice; the op-by-op walk where a
+// second order is recorded, where the dtypes differ, and a Variable's values
+// as the forward read them.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "support/check.hpp"
+
+namespace nn = tpf::nn;
+
+namespace {
+
+/** Weights from fixed seeds; `stepwise`: the same activations behind
+ * lambdas, which the fused walk does not recognize. */
+nn::RNNOptions options(bool stepwise, nn::RNNOptions o = {},
+                       tpf::DType dtype = tpf::float64) {
+  o.dtype = dtype;
+  o.kernel_initializer = nn::glorot_uniform(1);
+  o.recurrent_initializer = nn::orthogonal(1.0, 2);
+  o.bias_initializer = nn::random_uniform_initializer(-0.5, 0.5, 3);
+  if (stepwise) {
+    o.activation = [](const tpf::Tensor& t) { return nn::tanh(t); };
+    o.recurrent_activation = [](const tpf::Tensor& t) {
+      return nn::sigmoid(t);
+    };
+  }
+  return o;
+}
+
+/** The layer's outputs and final states, flattened into one vector. */
+tpf::Tensor flat_result(nn::LSTM& layer, const std::vector<tpf::Tensor>& in) {
+  const auto r = layer.call(in[0], {.initial_state = {in[1], in[2]}});
+  std::vector<tpf::Tensor> parts{tpf::reshape(r.output, {-1})};
+  for (const auto& s : r.states) parts.push_back(tpf::reshape(s, {-1}));
+  return tpf::concat(parts, 0);
+}
+
+/**
+ * {y, d<y, w>/d(x, h0, c0, kernel, recurrent kernel, bias)} on one tape,
+ * and the ops it recorded; `between` runs after the forward.
+ */
+struct Run {
+  std::vector<tpf::Tensor> values;
+  size_t recorded = 0;
+};
+Run run(nn::LSTM& layer, const std::vector<tpf::Tensor>& in,
+        const std::function<void()>& between = {}) {
+  tpf::GradientTape tape;
+  for (const auto& x : in) tape.watch(x);
+  const auto y = flat_result(layer, in);
+  if (between) between();
+  const auto w =
+      tpf::cos(tpf::cast(tpf::arange(int64_t{0}, y.shape()[0]), y.dtype()));
+  std::vector<tpf::Tensor> sources = in;
+  for (const auto& p : layer.parameters()) sources.push_back(p);
+  Run r{.recorded = tape.size()};
+  r.values = tape.gradient(tpf::sum(y * w), sources);
+  r.values.insert(r.values.begin(), y);
+  return r;
+}
+
+void check_same(const Run& fused, const Run& stepwise, double tol) {
+  REQUIRE(fused.values.size() == stepwise.values.size());
+  CHECK_CLOSE(fused.values[0], stepwise.values[0], 0.0, 0.0);
+  for (size_t k = 1; k < fused.values.size(); ++k) {
+    CAPTURE(k);
+    CHECK_CLOSE(fused.values[k], stepwise.values[k], tol, tol);
+  }
+}
+
+std::vector<tpf::Tensor> inputs(int64_t batch, int64_t time,
+                                tpf::DType dtype = tpf::float64) {
+  return {testing::uniform64({batch, time, 4}).cast(dtype),
+          testing::uniform64({batch, 6}).cast(dtype),
+          testing::uniform64({batch, 6}).cast(dtype)};
+}
+
+}  // namespace
+
+TEST_CASE("the fused LSTM walk is the op-by-op walk, values and gradients") {
+  for (const bool backwards : {false, true})
+    for (const bool sequences : {false, true}) {
+      CAPTURE(backwards);
+      CAPTURE(sequences);
+      const nn::RNNOptions o{.return_sequences = sequences,
+                             .return_state = true,
+                             .go_backwards = backwards};
+      nn::LSTM fused(6, options(false, o)), stepwise(6, options(true, o));
+      const auto in = inputs(3, 5);
+      const Run a = run(fused, in), b = run(stepwise, in);
+      check_same(a, b, 1e-12);
+      // The fused walk was taken: a few ops in all, against ~15 a step.
+      CHECK(a.recorded < 12);
+      CHECK(b.recorded > 5 * 12);
+    }
+  // float32, one step, and no rows.
+  for (const auto& [batch, time] : {std::pair{3, 1}, {0, 4}}) {
+    CAPTURE(batch);
+    nn::LSTM fused(6, options(false, {.return_state = true}, tpf::float32));
+    nn::LSTM stepwise(6, options(true, {.return_state = true}, tpf::float32));
+    const auto in = inputs(batch, time, tpf::float32);
+    check_same(run(fused, in), run(stepwise, in), 1e-6);
+  }
+}
+
+TEST_CASE("the fused LSTM walk: gradcheck, second order, partial outputs") {
+  const auto in = inputs(2, 4);
+  const nn::RNNOptions o{.return_sequences = true, .return_state = true};
+  nn::LSTM layer(6, options(false, o)), stepwise(6, options(true, o));
+  const auto fn = [&](const std::vector<tpf::Tensor>& x) {
+    return flat_result(layer, x);
+  };
+  std::string why = testing::gradcheck(fn, in);
+  CHECK_MESSAGE(why.empty(), why);
+  why =
+      testing::gradcheck_variables([&] { return fn(in); }, layer.parameters());
+  CHECK_MESSAGE(why.empty(), why);
+
+  // Second order, an outer tape recording the inner gradient: op by op.
+  const auto second = [&](nn::LSTM& l) {
+    (void)flat_result(l, in);  // builds the layer: its weights exist
+    std::vector<tpf::Tensor> sources = in;
+    for (const auto& p : l.parameters()) sources.push_back(p);
+    tpf::GradientTape outer;
+    for (const auto& x : in) outer.watch(x);
+    tpf::Tensor g;
+    {
+      tpf::GradientTape inner;
+      inner.watch(in[0]);
+      g = inner.gradient(tpf::sum(tpf::square(flat_result(l, in))), {in[0]})[0];
+    }
+    return outer.gradient(tpf::sum(g * g), sources);
+  };
+  const auto a = second(layer), b = second(stepwise);
+  REQUIRE(a.size() == 6);
+  REQUIRE(b.size() == 6);
+  for (size_t k = 0; k < a.size(); ++k) {
+    CAPTURE(k);
+    CHECK_CLOSE(a[k], b[k], 1e-10, 1e-10);
+  }
+
+  // Only the last c feeds the loss: the other outputs' gradients are zeros.
+  for (const bool sequences : {false, true}) {
+    CAPTURE(sequences);
+    const nn::RNNOptions p{.return_sequences = sequences, .return_state = true};
+    nn::LSTM f(6, options(false, p)), s(6, options(true, p));
+    const auto last_c = [&](nn::LSTM& l) {
+      tpf::GradientTape tape;
+      tape.watch(in[0]);
+      const auto r = l.call(in[0], {.initial_state = {in[1], in[2]}});
+      return tape.gradient(tpf::sum(r.states[1]), {in[0]})[0];
+    };
+    CHECK_CLOSE(last_c(f), last_c(s), 1e-12, 1e-12);
+  }
+}
+
+TEST_CASE("the fused LSTM walk reads weights as the forward saw them") {
+  // The recurrent kernel assigned between the forward and the gradient: the
+  // gradient is the forward's, as the op-by-op tape's saved tensors give.
+  const auto in = inputs(2, 3);
+  nn::LSTM fused(6, options(false)), stepwise(6, options(true));
+  const auto bump = [](nn::LSTM& l) {
+    return [&l] {
+      auto params = l.parameters();
+      params[1].assign_add(tpf::ones_like(params[1]));
+    };
+  };
+  check_same(run(fused, in, bump(fused)), run(stepwise, in, bump(stepwise)),
+             1e-12);
+
+  // float64 inputs into float32 weights: op by op, as before.
+  nn::LSTM narrow(6, options(false, {}, tpf::float32));
+  nn::LSTM narrow_step(6, options(true, {}, tpf::float32));
+  const auto mixed = inputs(2, 3);
+  const Run a = run(narrow, mixed), b = run(narrow_step, mixed);
+  CHECK(a.recorded == b.recorded);
+  for (size_t k = 0; k < a.values.size(); ++k) {
+    CAPTURE(k);
+    CHECK_CLOSE(a.values[k], b.values[k], 0.0, 0.0);
+  }
+}
