@@ -183,3 +183,40 @@ TEST_CASE("the fused LSTM walk reads weights as the forward saw them") {
     CHECK_CLOSE(a.values[k], b.values[k], 0.0, 0.0);
   }
 }
+
+TEST_CASE(
+    "the fused LSTM walk: zero states, a persistent tape, Bidirectional") {
+  // Default (zero) initial states and two gradients from one persistent tape.
+  const auto x = testing::uniform64({2, 4, 4});
+  nn::LSTM fused(6, options(false, {.return_sequences = true}));
+  nn::LSTM stepwise(6, options(true, {.return_sequences = true}));
+  const auto twice = [&](nn::LSTM& l) {
+    tpf::GradientTape tape(true);
+    const auto y = tpf::sum(tpf::square(l(x)));
+    const auto first = tape.gradient(y, l.parameters());
+    const auto again = tape.gradient(y, l.parameters());
+    for (size_t k = 0; k < first.size(); ++k)
+      CHECK_CLOSE(again[k], first[k], 0.0, 0.0);
+    return first;
+  };
+  const auto a = twice(fused), b = twice(stepwise);
+  REQUIRE(a.size() == b.size());
+  for (size_t k = 0; k < a.size(); ++k) CHECK_CLOSE(a[k], b[k], 1e-12, 1e-12);
+
+  // Both halves of a Bidirectional walk fused, one of them backwards.
+  nn::Bidirectional bi(nn::LSTM(3, options(false, {.return_sequences = true})));
+  nn::Bidirectional bi_step(
+      nn::LSTM(3, options(true, {.return_sequences = true})));
+  const auto grads = [&](nn::Bidirectional& l) {
+    tpf::GradientTape tape;
+    tape.watch(x);
+    const auto y = l(x);
+    std::vector<tpf::Tensor> sources{x};
+    for (const auto& p : l.parameters()) sources.push_back(p);
+    return tape.gradient(tpf::sum(y * y), sources);
+  };
+  const auto c = grads(bi), d = grads(bi_step);
+  REQUIRE(c.size() == 7);
+  REQUIRE(d.size() == 7);
+  for (size_t k = 0; k < c.size(); ++k) CHECK_CLOSE(c[k], d[k], 1e-12, 1e-12);
+}

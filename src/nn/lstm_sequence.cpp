@@ -113,7 +113,11 @@ std::vector<Tensor> closed_form_gradient(const Steps& st, const Tensor& kernel,
 /**
  * A handle of its own onto x's buffer: a Variable assigned after the forward
  * then moves to a fresh buffer (copy on write) and the backward reads the
- * values the forward did, as a saved tensor of the op-by-op tape would.
+ * values the forward did, as a saved tensor of the op-by-op tape would. It
+ * is not trainable: a tape that starts after the forward and records the
+ * backward sees the kernel there as a constant (a partial second order
+ * either way; a full one needs the outer tape recording the forward too,
+ * which takes the op-by-op walk).
  */
 Tensor snapshot(const Tensor& x) {
   return make_view(x, x.shape(), x.strides(), x.offset());
