@@ -57,7 +57,8 @@ Run run(nn::LSTM& layer, const std::vector<tpf::Tensor>& in,
       tpf::cos(tpf::cast(tpf::arange(int64_t{0}, y.shape()[0]), y.dtype()));
   std::vector<tpf::Tensor> sources = in;
   for (const auto& p : layer.parameters()) sources.push_back(p);
-  Run r{.recorded = tape.size()};
+  Run r;
+  r.recorded = tape.size();
   r.values = tape.gradient(tpf::sum(y * w), sources);
   r.values.insert(r.values.begin(), y);
   return r;
