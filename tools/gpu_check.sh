@@ -367,7 +367,7 @@ run() {
         echo "--- ldd $f"
         found=$("$@" ldd "$f" 2>&1)
         ok=$?
-        grep -E "not found|cuda|cublas|not a dynamic" <<<"$found"
+        grep -E "not found|cuda|cublas|nccl|libmpi|not a dynamic" <<<"$found"
         if ((ok != 0)) || grep -q "not found" <<<"$found"; then
           case $f in
             */libtapeflow.so | */libtapeflow_cuda.so | */test_cuda)
