@@ -17,16 +17,19 @@
 // Forward: staged rows are ow wide and back to back, like y's rows, so
 // position r * ow + c of a staged plane lines up with the same position of
 // y's plane and a batch of outputs may span rows. A register block of 4
-// output channels x 2 batches starts at the bias, takes per tap 2 loads and
-// 4 broadcast weights into 8 multiply-adds, and is stored straight into y
-// from its registers. Work is split over (image, 8 output channels) units.
-// Same layer, Zen 3: 0.98-0.99 ms at 1 thread against 0.97-0.99 ms for
-// oneDNN's kernel into its blocked layout, which a tensor in NCHW then pays
-// a 0.45 ms reorder after.
+// output channels x 3 batches starts at the bias, takes per tap 3 loads and
+// 4 broadcast weights into 12 multiply-adds (8 accumulators left the FMA
+// latency no slack: 0.8x oneDNN at 2 threads), and is stored straight into
+// y from its registers; 3x3 and 5x5 filters of one channel run their taps
+// unrolled. Work is split over (image, 8 output channels) units. Same layer,
+// Zen 3, alternated runs: 1.14 ms at 1 thread and 0.64 ms at 2 against
+// 1.18 and 0.64 ms for oneDNN's kernel into its blocked layout, which a
+// tensor in NCHW then pays a 0.45 ms reorder after.
 #include "cpu/conv_few_channels.hpp"
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "cpu/parallel.hpp"
@@ -51,7 +54,7 @@ constexpr int kTapBlock = 6;
 /** Forward: output channels x position batches per register block, and
  * the channels of one image a thread takes at a time. */
 constexpr int kForwardChannels = 4;
-constexpr int kPositionBlock = 2;
+constexpr int kPositionBlock = 3;
 constexpr int64_t kForwardGroup = 8;
 
 struct Geometry {
@@ -236,6 +239,38 @@ struct ForwardTaps {
   }
 };
 
+/**
+ * f(t) for each tap t in [0, taps), unrolled where kTaps (> 0) is the count:
+ * a register block then runs its taps without a loop branch, whose
+ * misprediction at each block's end cost a tenth of the forward (Zen 3).
+ */
+template <int kTaps, class F>
+[[gnu::always_inline]] inline void for_each_tap(int64_t taps, const F& f) {
+  if constexpr (kTaps > 0) {
+    [&]<int64_t... T>(std::integer_sequence<int64_t, T...>)
+        __attribute__((always_inline)) {
+      (f(T), ...);
+    }
+    (std::make_integer_sequence<int64_t, kTaps>{});
+  } else {
+    for (int64_t t = 0; t < taps; ++t) f(t);
+  }
+}
+
+/**
+ * f.template operator()<kTaps>() with kTaps the tap count of the usual first
+ * layers (3x3 and 5x5 filters of one channel), else 0 (counted at run time).
+ */
+template <class F>
+void with_tap_count(int64_t taps, const F& f) {
+  if (taps == 9)
+    f.template operator()<9>();
+  else if (taps == 25)
+    f.template operator()<25>();
+  else
+    f.template operator()<0>();
+}
+
 /** One staged image and where its output planes go. */
 struct ForwardImage {
   const Geometry& g;
@@ -252,7 +287,7 @@ struct ForwardImage {
  * elements. Per tap, OCB broadcast weights and PB loads feed OCB x PB
  * multiply-adds.
  */
-template <int OCB>
+template <int OCB, int kTaps>
 struct ForwardBlock {
   const ForwardImage& im;
   int64_t oc;
@@ -284,17 +319,20 @@ struct ForwardBlock {
     }
     const float* x = im.in.planes.data() + pos;
     const float* w = im.taps.weights.data() + oc;
-    for (const int64_t offset : im.taps.offsets) {
-      B xv[PB];
-      for (int p = 0; p < PB; ++p)
-        xv[p] = in_register(B::load_unaligned(x + offset + p * L));
-      // One weight live at a time: PB + 1 registers besides the block's.
-      for (int o = 0; o < OCB; ++o) {
-        const B wv = in_register(B(w[o]));
-        for (int p = 0; p < PB; ++p) a[o][p] = xsimd::fma(wv, xv[p], a[o][p]);
-      }
-      w += im.g.o;
-    }
+    const int64_t* offsets = im.taps.offsets.data();
+    for_each_tap<kTaps>(
+        im.g.taps(), [&](int64_t t) __attribute__((always_inline)) {
+          B xv[PB];
+          for (int p = 0; p < PB; ++p)
+            xv[p] = in_register(B::load_unaligned(x + offsets[t] + p * L));
+          // One weight live at a time: PB + 1 registers besides the block's.
+          const float* wt = w + t * im.g.o;
+          for (int o = 0; o < OCB; ++o) {
+            const B wv = in_register(B(wt[o]));
+            for (int p = 0; p < PB; ++p)
+              a[o][p] = xsimd::fma(wv, xv[p], a[o][p]);
+          }
+        });
     // Whole batches, and at the end of a plane only what is in it.
     const int64_t plane = im.g.oh * im.g.ow;
     float* y = im.y + oc * plane + pos;
@@ -313,6 +351,7 @@ struct ForwardBlock {
 };
 
 /** One image's output channels [first, first + OCB). */
+template <int kTaps>
 struct ForwardChannels {
   const ForwardImage& im;
   int64_t first;
@@ -320,7 +359,7 @@ struct ForwardChannels {
   template <int OCB>
   void run(int64_t start) const {
     in_blocks<kPositionBlock>((im.g.oh * im.g.ow + L - 1) / L,
-                              ForwardBlock<OCB>{im, first + start});
+                              ForwardBlock<OCB, kTaps>{im, first + start});
   }
 };
 
@@ -378,8 +417,10 @@ void few_channels_conv_forward(const ConvAttrs& a, const Tensor& x,
           const int64_t n = u / groups, first = u % groups * kForwardGroup;
           if (n != staged) in.stage(xs + n * g.c * g.ih * g.iw), staged = n;
           const ForwardImage image{g, in, taps, bs, ys + n * g.o * g.oh * g.ow};
-          in_blocks<kForwardChannels>(std::min(kForwardGroup, g.o - first),
-                                      ForwardChannels{image, first});
+          with_tap_count(g.taps(), [&]<int kTaps>() {
+            in_blocks<kForwardChannels>(std::min(kForwardGroup, g.o - first),
+                                        ForwardChannels<kTaps>{image, first});
+          });
         }
       });
 }
