@@ -2,12 +2,13 @@
 // nn/lstm_sequence.cpp) against the same layer stepped op by op: the same
 // values to the bit, the same gradients of every input, state and weight,
 // over both directions and every output choice; the op-by-op walk where a
-// second order is recorded, where the dtypes differ, and a Variable's values
-// as the forward read them.
+// second order is recorded, where the dtypes differ, a Variable's values as
+// the forward read them, and a plain initial state written in place refused.
 #include <functional>
 #include <string>
 #include <vector>
 
+#include "core/creation_internal.hpp"
 #include "support/check.hpp"
 
 namespace nn = tpf::nn;
@@ -172,6 +173,22 @@ TEST_CASE("the fused LSTM walk reads weights as the forward saw them") {
   };
   check_same(run(fused, in, bump(fused)), run(stepwise, in, bump(stepwise)),
              1e-12);
+
+  // A plain initial state written in place between the forward and the
+  // gradient (as a collective writes its buffer): refused by both walks.
+  for (const size_t state : {1, 2}) {
+    CAPTURE(state);
+    const auto overwritten = [state](nn::LSTM& l) {
+      const auto in = inputs(2, 3);
+      return run(l, in, [&] {
+        tpf::write_into(in[state], tpf::zeros_like(in[state]), "test");
+      });
+    };
+    CHECK_THROWS_WITH_AS(overwritten(fused),
+                         doctest::Contains("[LSTM] expected saved state"),
+                         tpf::ValueError);
+    CHECK_THROWS_AS(overwritten(stepwise), tpf::ValueError);
+  }
 
   // float64 inputs into float32 weights: op by op, as before.
   nn::LSTM narrow(6, options(false, {}, tpf::float32));

@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "autograd/node.hpp"
+#include "autograd/saved.hpp"
 #include "core/creation_internal.hpp"
 #include "tapeflow/autograd.hpp"
 #include "tapeflow/nn/activations.hpp"
@@ -123,6 +124,12 @@ Tensor snapshot(const Tensor& x) {
   return make_view(x, x.shape(), x.strides(), x.offset());
 }
 
+/** The snapshots of h0, c0 and the recurrent kernel, with their versions. */
+struct ReadInputs {
+  std::vector<Tensor> tensors;
+  std::vector<autograd::SaveStamp> stamps;
+};
+
 }  // namespace
 
 std::vector<Tensor> lstm_sequence(const Tensor& projected, const Tensor& h0,
@@ -139,11 +146,22 @@ std::vector<Tensor> lstm_sequence(const Tensor& projected, const Tensor& h0,
                   return_sequences](const std::vector<Tensor>& in) {
     auto steps = std::make_shared<Steps>();
     const Tensor kernel = snapshot(in[3]);
+    ReadInputs read{{snapshot(in[1]), snapshot(in[2]), kernel}, {}};
+    for (const Tensor& t : read.tensors)
+      read.stamps.push_back(autograd::stamp_of(t));
     CustomResult r;
-    r.outputs = walk(in[0], snapshot(in[1]), snapshot(in[2]), kernel,
+    r.outputs = walk(in[0], read.tensors[0], read.tensors[1], kernel,
                      go_backwards, return_sequences, *steps);
-    r.grad = [steps, kernel, shape = in[0].shape(), go_backwards,
+    r.grad = [steps, read = std::move(read), shape = in[0].shape(),
+              go_backwards,
               return_sequences](const std::vector<Tensor>& grads) {
+      // A plain h0 or c0 written in place since the forward (a collective,
+      // a host view) no longer holds what the steps were taken from: the
+      // op-by-op tape refuses such a saved tensor, and so does this one.
+      std::vector<Tensor> scratch;
+      autograd::as_recorded("LSTM", "state or kernel", read.tensors,
+                            read.stamps, scratch);
+      const Tensor& kernel = read.tensors[2];
       // grads: (outputs,) h, c.
       const size_t h = return_sequences ? 1 : 0;
       return closed_form_gradient(*steps, kernel,
