@@ -49,10 +49,15 @@
 #       GPU_CHECK_BUNDLE names another bundle (default .gpu/bundle.tar.xz,
 #       relative to the repository root), e.g. a fake one to try this
 #       script on a machine without a GPU.
+#   tools/gpu_check.sh pack-ab BASE [BUILD_DIR]  /  ab [FILTER] [ROUNDS]
+#       two versions' CUDA benchmarks alternated on one machine, for
+#       changes smaller than the spread between machines (tools/gpu_check_ab.sh).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=tools/gpu_check_dist.sh
 source tools/gpu_check_dist.sh
+# shellcheck source=tools/gpu_check_ab.sh
+source tools/gpu_check_ab.sh
 
 # The OpCase tables and the other suites that run ops on a device.
 suites=(tensor elementwise reduce shape linalg activations pool norm conv
@@ -78,15 +83,7 @@ pack() {
                 samples/mnist_cnn benchmarks/cuda/tapeflow_bench_cuda)
   local targets=() t
   for s in "${suites[@]}"; do wanted+=("tests/test_$s"); done
-  # Meson 1.0 gives nvcc no dependency-file flags, so ninja never sees the
-  # headers a .cu file includes: when a header is newer than the CUDA
-  # library, its objects are compiled again (named .._cuda_X.cu.o: a glob
-  # would skip them as hidden files).
-  local cuda_lib=$build/src/libtapeflow_cuda.so
-  if [[ -e $cuda_lib && -n $(find cuda src include \( -name '*.h*' -o \
-        -name '*.cuh' \) -newer "$cuda_lib" -print -quit) ]]; then
-    find "$build/src/libtapeflow_cuda.so.p" -name '*.cu.o' -delete
-  fi
+  refresh_cuda_objects "$build" .
   # New options reach build.ninja at its regeneration, before the listing.
   ninja -C "$build" build.ninja >/dev/null
   local known
@@ -115,27 +112,58 @@ pack() {
   [[ -x $build/benchmarks/cuda/tapeflow_bench_cuda ]] &&
     cp "$build/benchmarks/cuda/tapeflow_bench_cuda" "$stage/bin/"
   pack_cnn_sample "$build" "$stage"
-  # Libraries outside glibc, the C++ runtime and CUDA: the GPU machine may
-  # not have them (oneDNN, BLAS/LAPACK, libzip, protobuf, OpenMP, ...).
+  # shellcheck disable=SC2046 # one word per component
+  bundle_libraries "$stage" "$stage/lib" "$stage/lib" "$stage"/bin/* \
+    "$stage"/lib/* "$stage"/dist/* $(find "$stage/openmpi" -name '*.so' 2>/dev/null)
+  rm -f .gpu/bundle.tar.gz  # the gzip bundle of before
+  tar -C "$stage" -cf - . | xz -6 -T0 >.gpu/bundle.tar.xz
+  rm -rf "$stage"
+  check_carry_size .gpu
+}
+
+# refresh_cuda_objects BUILD SOURCE: Meson 1.0 gives nvcc no dependency-file
+# flags, so ninja never sees the headers a .cu file includes: when a header
+# of the SOURCE tree is newer than BUILD's CUDA library, its objects are
+# compiled again (named .._cuda_X.cu.o: a glob would skip them as hidden
+# files).
+refresh_cuda_objects() {
+  local build=$1 source=$2
+  local cuda_lib=$build/src/libtapeflow_cuda.so
+  if [[ -e $cuda_lib && -n $(find "$source"/cuda "$source"/src "$source"/include \
+        \( -name '*.h*' -o -name '*.cuh' \) -newer "$cuda_lib" -print -quit) ]]; then
+    find "$build/src/libtapeflow_cuda.so.p" -name '*.cu.o' -delete
+  fi
+}
+
+# bundle_libraries STAGE DEST SEARCH FILE...: copies into DEST the libraries
+# the FILEs link outside glibc, the C++ runtime and CUDA, which the GPU
+# machine may not have (oneDNN, BLAS/LAPACK, libzip, protobuf, OpenMP, ...),
+# resolving names on SEARCH (a loader path) first; a library found inside
+# STAGE is bundled already.
+bundle_libraries() {
+  local stage=$1 dest=$2 search=$3
+  shift 3
   local skip='^(linux-vdso|ld-linux|libc|libm|libdl|librt|libpthread|libgcc_s|libstdc\+\+|libcuda|libcudart|libcublas|libcublasLt|libnvrtc|libnccl)\.'
   # Debian's reference BLAS and LAPACK where present: where OpenBLAS is the
   # alternative (the benchmark peers install it), libblas.so.3 would bring
   # its 36 MB into the bundle, and only CPU-side float64 tests use BLAS.
   local reference_blas=/usr/lib/x86_64-linux-gnu/blas:/usr/lib/x86_64-linux-gnu/lapack
-  for f in "$stage"/bin/* "$stage"/lib/* "$stage"/dist/* \
-           $(find "$stage/openmpi" -name '*.so' 2>/dev/null); do
+  local f
+  for f in "$@"; do
     [[ -e $f ]] || continue
-    LD_LIBRARY_PATH="$stage/lib:$reference_blas" ldd "$f" | awk '$3 ~ /^\// {print $1, $3}'
+    LD_LIBRARY_PATH="$search:$reference_blas" ldd "$f" | awk '$3 ~ /^\// {print $1, $3}'
   done | sort -u | while read -r name path; do
-    [[ $name =~ $skip ]] || [[ -e $stage/lib/$name ]] || cp -L "$path" "$stage/lib/$name"
+    [[ $name =~ $skip || $path == "$stage"/* || -e $dest/$name ]] ||
+      cp -L "$path" "$dest/$name"
   done
-  rm -f .gpu/bundle.tar.gz  # the gzip bundle of before
-  tar -C "$stage" -cf - . | xz -6 -T0 >.gpu/bundle.tar.xz
-  rm -rf "$stage"
-  # The device call carries at most 64 MiB: .gpu and the working tree.
+}
+
+# check_carry_size PATH...: a device call carries at most 64 MiB, the
+# carried PATHs and the working tree together.
+check_carry_size() {
   local size
-  size=$(du -sb .gpu | cut -f1)
-  echo "gpu_check pack: .gpu (the bundle and the data), $((size / 1024 / 1024)) MiB"
+  size=$(du -scb "$@" | tail -n 1 | cut -f1)
+  echo "gpu_check pack: $* to carry, $((size / 1024 / 1024)) MiB"
   if ((size > 58 * 1024 * 1024)); then
     echo "gpu_check pack: over the 58 MiB budget" >&2
     return 1
@@ -337,19 +365,8 @@ run() {
   # The loader path of the bundle's own binaries alone (not of nvidia-smi,
   # python3 and torch): the bundle first, then CUDA's libraries, which it
   # leaves to the machine.
-  local libpath=$root/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} d
-  for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib \
-           /usr/local/cuda/lib; do
-    [[ -d $d ]] && libpath+=:$d
-  done
-  local nvidia
-  nvidia=$(timeout -k 5 20 python3 -c \
-    'import nvidia; print("\n".join(nvidia.__path__))' 2>/dev/null) || nvidia=
-  local lib
-  while read -r d; do
-    [[ -n $d ]] || continue
-    for lib in "$d"/*/lib; do [[ -d $lib ]] && libpath+=:$lib; done
-  done <<<"$nvidia"
+  local libpath
+  libpath=$(cuda_library_path "$root/lib")
   local benv=(env "LD_LIBRARY_PATH=$libpath" TAPEFLOW_ADAPT_TO_LOAD=0
               "OMP_NUM_THREADS=${OMP_NUM_THREADS:-4}")
 
@@ -492,6 +509,24 @@ run() {
   ((failed == 0 && passed > 0 && skipped_cuda == 0))
 }
 
+# cuda_library_path DIRS: DIRS (a loader path), the caller's
+# LD_LIBRARY_PATH, then the machine's CUDA libraries (toolkit and pip's
+# nvidia packages).
+cuda_library_path() {
+  local libpath=$1${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} d lib nvidia
+  for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib \
+           /usr/local/cuda/lib; do
+    [[ -d $d ]] && libpath+=:$d
+  done
+  nvidia=$(timeout -k 5 20 python3 -c \
+    'import nvidia; print("\n".join(nvidia.__path__))' 2>/dev/null) || nvidia=
+  while read -r d; do
+    [[ -n $d ]] || continue
+    for lib in "$d"/*/lib; do [[ -d $lib ]] && libpath+=:$lib; done
+  done <<<"$nvidia"
+  echo "$libpath"
+}
+
 # parallel_suites LIMIT DIR ENV...: every OpCase suite on the GPU, up to
 # GPU_CHECK_JOBS (default 6) at a time: one GPU runs several test processes
 # side by side, and one at a time would spend most of the budget on the
@@ -556,5 +591,7 @@ cnn_placement() {
 case "${1:-}" in
   pack) shift; pack "$@" ;;
   run) run ;;
-  *) sed -n '2,43p' "$0"; exit 2 ;;
+  pack-ab) shift; pack_ab "$@" ;;
+  ab) shift; run_ab "$@" ;;
+  *) sed -n '2,54p' "$0"; exit 2 ;;
 esac
