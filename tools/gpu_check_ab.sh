@@ -13,10 +13,10 @@
 #       and libraries in BASE and BUILD_DIR (default build-gpu) and bundles
 #       each version's libtapeflow*.so and tapeflow_bench_cuda (base/,
 #       new/) with the other libraries they need (common/) into
-#       .gpu/ab.tar.xz.
+#       .gpu-ab/ab.tar.xz.
 #   tools/gpu_check.sh ab [FILTER] [ROUNDS]
-#       on the GPU machine, with carry [".gpu/ab.tar.xz"] (18 MB; with the
-#       check's bundle and data .gpu is over what a call carries): ROUNDS (default 4) rounds,
+#       on the GPU machine, with carry [".gpu-ab"] (18 MB; beside .gpu,
+#       whose bundle and data leave no room for it in one call): ROUNDS (default 4) rounds,
 #       base then new and new then base in turn, of tapeflow_bench_cuda
 #       --benchmark_filter=FILTER (default: every case) with 3 repetitions
 #       each. $OUT/ab.txt: each case's median over the rounds per version
@@ -73,15 +73,15 @@ print(json.load(open(sys.argv[1]))["directories"]["source"])' \
   stage=$(mktemp -d)
   ab_stage "$base" "$stage/base"
   ab_stage "$build" "$stage/new"
-  mkdir -p "$stage/common" .gpu
+  mkdir -p "$stage/common" .gpu-ab
   local v
   for v in base new; do
     bundle_libraries "$stage" "$stage/common" "$stage/$v/lib" \
       "$stage/$v"/bin/* "$stage/$v"/lib/*
   done
-  tar -C "$stage" -cf - . | xz -6 -T0 >.gpu/ab.tar.xz
+  tar -C "$stage" -cf - . | xz -6 -T0 >.gpu-ab/ab.tar.xz
   rm -rf "$stage"
-  check_carry_size .gpu/ab.tar.xz
+  check_carry_size .gpu-ab
 }
 
 run_ab() {
@@ -90,10 +90,10 @@ run_ab() {
   rm -f "$out/ab.csv" "$out/ab.txt"
   root=$(mktemp -d)
   trap finish EXIT
-  local bundle=${GPU_CHECK_BUNDLE:-.gpu/ab.tar.xz}
+  local bundle=${GPU_CHECK_BUNDLE:-.gpu-ab/ab.tar.xz}
   if ! unpack "$bundle" "$root"; then
     echo "gpu_check ab: no bundle $bundle (run pack-ab here first; the device" \
-      "call needs carry [\".gpu/ab.tar.xz\"])" | tee "$out/ab.txt"
+      "call needs carry [\".gpu-ab\"])" | tee "$out/ab.txt"
     return 1
   fi
   nvidia-smi -L | tee "$out/ab.txt"
