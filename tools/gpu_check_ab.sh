@@ -38,7 +38,19 @@ ab_build() {
     meson setup "$build" "$source" "${pack_options[@]}" >/dev/null
   fi
   refresh_cuda_objects "$build" "$source"
-  ninja -C "$build" "${ab_targets[@]}"
+  # An older revision may lack a target (LIBXSMM's module): only known ones.
+  ninja -C "$build" build.ninja >/dev/null
+  local known t targets=()
+  known=$(ninja -C "$build" -t targets all | cut -d: -f1)
+  for t in "${ab_targets[@]}"; do
+    grep -qxF "$t" <<<"$known" && targets+=("$t")
+  done
+  ninja -C "$build" "${targets[@]}"
+  [[ -x $build/benchmarks/cuda/tapeflow_bench_cuda ]] || {
+    echo "gpu_check pack-ab: no tapeflow_bench_cuda in $build (Google" \
+      "Benchmark not found?)" >&2
+    return 1
+  }
 }
 
 # ab_stage BUILD DEST: one version's libraries and benchmark into DEST.
@@ -64,7 +76,10 @@ print(json.load(open(sys.argv[1]))["directories"]["source"])' \
     local rev
     rev=$(git rev-parse --short "$base^{commit}")
     base_source=${TMPDIR:-/tmp}/tapeflow-ab-$rev
-    [[ -d $base_source ]] || git worktree add --detach "$base_source" "$rev"
+    if [[ ! -d $base_source ]]; then
+      git worktree prune  # one whose directory a reboot removed
+      git worktree add --detach "$base_source" "$rev"
+    fi
     base=$base_source/build-gpu
   fi
   ab_build "$base_source" "$base"
@@ -97,7 +112,11 @@ run_ab() {
     return 1
   fi
   nvidia-smi -L | tee "$out/ab.txt"
+  local -A libpath
   local round v order=(base new) failed=0
+  for v in base new; do
+    libpath[$v]=$(cuda_library_path "$root/$v/lib:$root/common")
+  done
   for ((round = 1; round <= rounds; ++round)); do
     # A round takes about what the first one took: stop before one that
     # would run past the budget.
@@ -107,11 +126,10 @@ run_ab() {
       break
     fi
     for v in "${order[@]}"; do
-      local libpath left=$((budget - (SECONDS - t0) - 10))
+      local left=$((budget - (SECONDS - t0) - 10))
       ((left >= 5)) || break 2
-      libpath=$(cuda_library_path "$root/$v/lib:$root/common")
-      env LD_LIBRARY_PATH="$libpath" TAPEFLOW_ADAPT_TO_LOAD=0 \
-        timeout -k 10 "$left" \
+      env LD_LIBRARY_PATH="${libpath[$v]}" TAPEFLOW_ADAPT_TO_LOAD=0 \
+        "OMP_NUM_THREADS=${OMP_NUM_THREADS:-4}" timeout -k 10 "$left" \
         "$root/$v/bin/tapeflow_bench_cuda" --benchmark_filter="$filter" \
         --benchmark_repetitions=3 --benchmark_report_aggregates_only \
         --benchmark_format=csv 2>>"$out/ab.txt" </dev/null |
@@ -120,6 +138,11 @@ run_ab() {
     done
     order=("${order[1]}" "${order[0]}")
   done
+  if [[ ! -s $out/ab.csv ]]; then
+    echo "gpu_check ab: no timings (see the benchmark's lines above)" |
+      tee -a "$out/ab.txt"
+    return 1
+  fi
   python3 - "$out/ab.csv" <<'EOF' | tee -a "$out/ab.txt"
 import csv, statistics, sys
 times = {}
@@ -132,7 +155,7 @@ for (name, unit), t in sorted(times.items()):
     if "base" in t and "new" in t:
         b, n = statistics.median(t["base"]), statistics.median(t["new"])
         print(f"{name:<52} {b:>8.3f}{unit:>2} {n:>8.3f}{unit:>2} {n / b:>9.3f}"
-              f"  {len(t['new'])}")
+              f"  {min(len(t['base']), len(t['new']))}")
 EOF
   ((failed == 0))
 }
