@@ -78,7 +78,9 @@ int main(int argc, char** argv) {
       else
         ps.push(g);
     }
-    ps.pull(params);
+    // Async: a worker that finishes its share first waits for the others'
+    // pushes, so that it reads the model they all trained, not one mid-way.
+    ps.pull(params, sync ? 0 : ps.resumed_step() + mine * workers);
     ps.done();
     const double wv = w.item<double>(), bv = b.item<double>();
     std::printf("worker %d: fitted Y = %.4f X + %.4f (true: Y = 2 X + 10)\n",
