@@ -374,3 +374,53 @@ TEST_CASE("max_pool2d_with_argmax points at the first NaN of a window") {
                                (1 * 4 + 0) * 2 + 1, (0 * 4 + 3) * 2 + 1});
   }
 }
+
+TEST_CASE("float32 2x2 max pooling keeps signed zeros, NaN and infinities") {
+  // Zeros of both signs tie with each other: the window's first one is the
+  // maximum (its sign included) and takes the gradient. Some rows also hold
+  // NaN (the first one wins) or an infinity, alone or beside its negative:
+  // the batches holding them take the xsimd kernel's exact path, the others
+  // its tree of maxima; both must match the float64 direct loops.
+  const double inf = std::numeric_limits<double>::infinity(),
+               nan = std::numeric_limits<double>::quiet_NaN();
+  const double plain[] = {-0.0, 0.0, -1.0}, special[] = {nan, inf, -inf, 2.0};
+  const tpf::Shape shape{2, 3, 8, 22};
+  std::vector<double> v(shape.numel());
+  for (size_t i = 0; i < v.size(); ++i) {
+    const uint32_t h = static_cast<uint32_t>(i) * 2654435761u >> 7;
+    const bool row_of_specials = (i / shape[3]) % 8 == 5;
+    v[i] = row_of_specials && h % 3 == 0 ? special[h / 3 % 4] : plain[h % 3];
+  }
+  const auto x = tpf::from_vector(v, shape);
+  const nn::PoolOptions o{{2, 2}, {2, 2}};
+  auto pool = [&](tpf::DType dt) {
+    const auto xd = x.cast(dt);
+    tpf::GradientTape tape;
+    tape.watch(xd);
+    const auto y = nn::max_pool2d(xd, o);
+    const auto dy =
+        tpf::reshape(tpf::arange<double>(1, y.numel() + 1.0), y.shape());
+    const auto dx = tape.gradient(y, {xd}, {dy.cast(dt)})[0];
+    return std::pair{y.cast(tpf::float64).to_vector<double>(),
+                     dx.cast(tpf::float64).to_vector<double>()};
+  };
+  const auto [y32, dx32] = pool(tpf::float32);
+  const auto [y64, dx64] = pool(tpf::float64);
+  REQUIRE(y32.size() == y64.size());
+  int nans = 0, negative_zeros = 0;
+  for (size_t i = 0; i < y32.size(); ++i) {
+    CAPTURE(i);
+    CHECK(std::isnan(y32[i]) == std::isnan(y64[i]));
+    if (std::isnan(y64[i])) {
+      ++nans;
+      continue;
+    }
+    CHECK(y32[i] == y64[i]);
+    CHECK(std::signbit(y32[i]) == std::signbit(y64[i]));
+    negative_zeros += y64[i] == 0 && std::signbit(y64[i]);
+  }
+  CHECK(dx32 == dx64);
+  // The data exercise both paths: NaN windows and negative-zero maxima.
+  CHECK(nans > 0);
+  CHECK(negative_zeros > 0);
+}

@@ -193,4 +193,13 @@ struct OrF {
   uint8_t operator()(uint8_t a, uint8_t b) const { return a || b; }
 };
 
+/**
+ * The CPU's sigmoid, 1 / (1 + exp(-a)), of a scalar or a batch: the Sigmoid
+ * kernel's and the fused LSTM cell's, which must agree to the bit.
+ */
+template <class V>
+V cpu_sigmoid(const V& a) {
+  return V(1) / (V(1) + xsimd::exp(-a));
+}
+
 }  // namespace tapeflow::cpu

@@ -105,6 +105,23 @@ template <Pass kPass, class I>
   deinterleave(r0, e0, o0);
   deinterleave(r1, e1, o1);
   B m = e0;
+  if constexpr (kPass == Pass::max_ws) {
+    // Without NaN (or an infinity beside its negative, which also sums to
+    // NaN), the maxima as a tree and each index as its first element equal
+    // to the maximum: half the instructions of the chain below. x86's
+    // max(a, b) is a > b ? a : b, so a tie keeps the earlier element, and m
+    // holds the bits (the sign of a zero) of the element k points at.
+    if (!xsimd::any(xsimd::isnan((e0 + o0) + (e1 + o1)))) {
+      m = xsimd::max(xsimd::max(o1, e1), xsimd::max(o0, e0));
+      auto index = [](int32_t i) { return xsimd::bitwise_cast<B>(Index(i)); };
+      B k = xsimd::select(e1 == m, index(2), index(3));
+      k = xsimd::select(o0 == m, index(1), k);
+      k = xsimd::select(e0 == m, index(0), k);
+      xsimd::bitwise_cast<Index>(to_natural(k)).store_unaligned(ws);
+      to_natural(m).store_unaligned(y);
+      return;
+    }
+  }
   if constexpr (kPass == Pass::gather) {
     const B k =
         to_blockwise(xsimd::batch_cast<float>(Index::load_unaligned(ws)));
@@ -145,11 +162,16 @@ template <Pass kPass, class I>
 [[gnu::always_inline]] inline void scatter_batch(const float* dy,
                                                  const int32_t* ws, float* top,
                                                  float* bottom) {
-  const Index g =
-      xsimd::bitwise_cast<Index>(to_blockwise(B::load_unaligned(dy)));
-  const Index k = to_blockwise(Index::load_unaligned(ws));
+  // xsimd's integer select is a byte blend, which GCC turns into two
+  // instructions per select when one side is zero; an and of the compare's
+  // mask, in GCC's vector extension, is one.
+  using Lanes32 = int32_t __attribute__((vector_size(sizeof(Index))));
+  const auto g = reinterpret_cast<Lanes32>(
+      xsimd::bitwise_cast<Index>(to_blockwise(B::load_unaligned(dy))).data);
+  const auto k =
+      reinterpret_cast<Lanes32>(to_blockwise(Index::load_unaligned(ws)).data);
   auto at = [&](int32_t i) {
-    return xsimd::select(k == Index(i), g, Index(0));
+    return Index(reinterpret_cast<decltype(Index().data)>(g & (k == i)));
   };
   const Index t0 = at(0), t1 = at(1), b0 = at(2), b1 = at(3);
   auto store = [](float* p, const Index& v) {

@@ -15,6 +15,7 @@ void register_fractional_pool(Registry& r);
 void register_norm(Registry& r);
 void register_losses(Registry& r);
 void register_conv(Registry& r);
+void register_lstm_cell(Registry& r);
 }  // namespace cpu
 
 void register_cpu(Registry& r) {
@@ -31,6 +32,7 @@ void register_cpu(Registry& r) {
   cpu::register_norm(r);
   cpu::register_losses(r);
   cpu::register_conv(r);
+  cpu::register_lstm_cell(r);
 }
 
 }  // namespace tapeflow

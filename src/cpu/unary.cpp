@@ -112,9 +112,7 @@ void register_unary(Registry& r) {
   r.set<Sin>(cpu, floating<Sin>([](auto a) { return xsimd::sin(a); }), "xsimd");
   r.set<Cos>(cpu, floating<Cos>([](auto a) { return xsimd::cos(a); }), "xsimd");
   r.set<Tanh>(cpu, floating<Tanh>([](auto a) { return cpu_tanh(a); }), "xsimd");
-  r.set<Sigmoid>(cpu, floating<Sigmoid>([](auto a) {
-                   return one(a) / (one(a) + xsimd::exp(-a));
-                 }),
+  r.set<Sigmoid>(cpu, floating<Sigmoid>([](auto a) { return cpu_sigmoid(a); }),
                  "xsimd");
   // NaN stays NaN, as in PyTorch (xsimd::max(a, 0) would give 0).
   r.set<Relu>(cpu, numeric<Relu>([](auto a) {

@@ -1,10 +1,13 @@
 #include "nn/lstm_sequence.hpp"
 
 #include <memory>
+#include <tuple>
 
 #include "autograd/node.hpp"
 #include "autograd/saved.hpp"
 #include "core/creation_internal.hpp"
+#include "nn/lstm_cell_ops.hpp"
+#include "ops/apply.hpp"
 #include "tapeflow/autograd.hpp"
 #include "tapeflow/nn/activations.hpp"
 #include "tapeflow/ops/linalg.hpp"
@@ -36,6 +39,15 @@ int64_t time_index(int64_t step, int64_t time, bool go_backwards) {
 }
 
 /**
+ * True when `like`'s device has a kernel for the fused cell op Cell and no
+ * tape records (the cell ops have no gradient rule of their own).
+ */
+template <class Cell>
+bool fused_cell(const Tensor& like) {
+  return autograd::g_recording_tapes == 0 && find_kernel<Cell>(like.device());
+}
+
+/**
  * The walk (unrecorded): Keras' LSTM step, the ops of
  * LSTMCell::step_projected in its order, each step's gates kept in `steps`.
  */
@@ -49,12 +61,19 @@ std::vector<Tensor> walk(const Tensor& projected, const Tensor& h0,
   for (int64_t s = 0; s < time; ++s) {
     const Tensor z = at_time(projected, time_index(s, time, go_backwards)) +
                      matmul(h, kernel);
-    const Tensor i = nn::sigmoid(gate(z, 0, units));
-    const Tensor f = nn::sigmoid(gate(z, 1, units));
-    const Tensor g = nn::tanh(gate(z, 2, units));
-    const Tensor o = nn::sigmoid(gate(z, 3, units));
-    const Tensor c_next = f * c + i * g;
-    const Tensor tanh_c = nn::tanh(c_next);
+    Tensor i, f, g, o, c_next, tanh_c, h_next;
+    if (fused_cell<LstmCellForward>(z)) {
+      std::tie(i, f, g, o, c_next, tanh_c, h_next) =
+          std::tuple_cat(apply(LstmCellForward{}, {z, c}));
+    } else {
+      i = nn::sigmoid(gate(z, 0, units));
+      f = nn::sigmoid(gate(z, 1, units));
+      g = nn::tanh(gate(z, 2, units));
+      o = nn::sigmoid(gate(z, 3, units));
+      c_next = f * c + i * g;
+      tanh_c = nn::tanh(c_next);
+      h_next = o * tanh_c;
+    }
     for (auto [list, t] : {std::pair{&steps.h_prev, h},
                            {&steps.c_prev, c},
                            {&steps.i, i},
@@ -63,7 +82,7 @@ std::vector<Tensor> walk(const Tensor& projected, const Tensor& h0,
                            {&steps.o, o},
                            {&steps.tanh_c, tanh_c}})
       list->push_back(t);
-    h = o * tanh_c;
+    h = h_next;
     c = c_next;
     if (return_sequences) outputs.push_back(h);
   }
@@ -92,15 +111,20 @@ std::vector<Tensor> closed_form_gradient(const Steps& st, const Tensor& kernel,
     const Tensor& g = st.g[s];
     const Tensor& o = st.o[s];
     const Tensor& tanh_c = st.tanh_c[s];
-    const Tensor dz_o = dh * tanh_c * o * (1.0 - o);
-    dc = dc + dh * o * (1.0 - tanh_c * tanh_c);
-    const Tensor dz_i = dc * g * i * (1.0 - i);
-    const Tensor dz_f = dc * st.c_prev[s] * f * (1.0 - f);
-    const Tensor dz_g = dc * i * (1.0 - g * g);
     const int64_t t = time_index(s, time, go_backwards);
-    dz[t] = concat({dz_i, dz_f, dz_g, dz_o}, 1);
+    if (fused_cell<LstmCellBackward>(dh)) {
+      std::tie(dz[t], dc) = std::tuple_cat(apply(
+          LstmCellBackward{}, {i, f, g, o, st.c_prev[s], tanh_c, dh, dc}));
+    } else {
+      const Tensor dz_o = dh * tanh_c * o * (1.0 - o);
+      dc = dc + dh * o * (1.0 - tanh_c * tanh_c);
+      const Tensor dz_i = dc * g * i * (1.0 - i);
+      const Tensor dz_f = dc * st.c_prev[s] * f * (1.0 - f);
+      const Tensor dz_g = dc * i * (1.0 - g * g);
+      dz[t] = concat({dz_i, dz_f, dz_g, dz_o}, 1);
+      dc = dc * f;
+    }
     h_prev[t] = st.h_prev[s];
-    dc = dc * f;
     dh = matmul(dz[t], kernel_t);
   }
   const Tensor d_projected = stack(dz, 1);
