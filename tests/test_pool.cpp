@@ -1,5 +1,6 @@
-// Pooling: direct-loop references for every option combination, argmax
-// indices by hand, OpCase rows with float64 gradcheck, second order, errors.
+// Pooling: direct-loop references for every option combination, OpCase rows
+// with float64 gradcheck, second order, errors (max_pool2d_with_argmax's
+// indices: test_pool_argmax.cpp).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -310,36 +311,6 @@ TEST_CASE("2x2 max pooling of equal values routes to each window's corner") {
     CHECK(y.to_vector<double>() == std::vector<double>(32, 0.0));
     CHECK(dx.cast(tpf::float64).to_vector<double>() == expect);
   }
-}
-
-TEST_CASE("max_pool2d_with_argmax gives TensorFlow's NHWC indices") {
-  // NHWC (1, 2, 4, 2), windows 2x2 stride 2: four maxima placed by hand.
-  std::vector<double> v(16);
-  for (int i = 0; i < 16; ++i) v[i] = -1.0 - 0.01 * i;
-  v[8] = 5;   // h1 w0 c0
-  v[3] = 6;   // h0 w1 c1
-  v[14] = 7;  // h1 w3 c0
-  v[5] = 8;   // h0 w2 c1
-  const auto one = tpf::from_vector(v, {1, 2, 4, 2});
-  const auto x = tpf::concat({one, one * 0.5}, 0);  // N = 2
-  const nn::PoolOptions o{{2, 2}, {2, 2}, "VALID", "NHWC"};
-  auto [out, idx] = nn::max_pool2d_with_argmax(x, o);
-  CHECK(idx.dtype() == tpf::int64);
-  CHECK(idx.shape() == tpf::Shape{2, 1, 2, 2});
-  CHECK(idx.to_vector<int64_t>() ==
-        std::vector<int64_t>{8, 3, 14, 5, 8, 3, 14, 5});
-  CHECK(out.to_vector<double>() ==
-        std::vector<double>{5, 6, 7, 8, 2.5, 3, 3.5, 4});
-  auto [out_b, idx_b] = nn::max_pool2d_with_argmax(x, o, true);
-  CHECK(idx_b.to_vector<int64_t>() ==
-        std::vector<int64_t>{8, 3, 14, 5, 24, 19, 30, 21});
-  // NCHW input: the same indices (still NHWC semantics), NCHW-shaped.
-  auto [out_c, idx_c] = nn::max_pool2d_with_argmax(
-      tpf::transpose(x, {0, 3, 1, 2}).cast(tpf::float32),
-      {{2, 2}, {2, 2}, "VALID", "NCHW"}, true);
-  CHECK(idx_c.shape() == tpf::Shape{2, 2, 1, 2});
-  CHECK(tpf::transpose(idx_c, {0, 2, 3, 1}).contiguous().to_vector<int64_t>() ==
-        idx_b.to_vector<int64_t>());
 }
 
 TEST_CASE("pooling argument errors") {

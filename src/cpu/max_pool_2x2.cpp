@@ -295,6 +295,32 @@ void max_pool_2x2_gather(const float* gx, const int32_t* ws, float* y,
   pool_rows<Pass::gather>(gx, y, ws, Geo(shape));
 }
 
+void max_pool_2x2_tf_argmax(const int32_t* ws, int64_t* argmax,
+                            const Shape& shape, bool include_batch) {
+  // Window element k = 2 dy + dx of output (oy, ox) in plane (n, c) is input
+  // (2 oy + dy, 2 ox + dx), whose NHWC offset is ((n H + y) W + x) C + c.
+  const Geo g(shape);
+  const int64_t channels = shape[1], plane_out = g.oh * g.ow;
+  parallel_for(
+      g.planes, std::max<int64_t>(1, kParallelGrain / plane_out),
+      [=](int64_t p0, int64_t p1) {
+        for (int64_t p = p0; p < p1; ++p) {
+          const int64_t n = p / channels;
+          const int64_t base =
+              p % channels + (include_batch ? n * g.h * g.w : 0) * channels;
+          const int32_t* k = ws + p * plane_out;
+          int64_t* out = argmax + p * plane_out;
+          for (int64_t oy = 0; oy < g.oh; ++oy)
+            for (int64_t ox = 0; ox < g.ow; ++ox) {
+              const int32_t e = k[oy * g.ow + ox];
+              out[oy * g.ow + ox] =
+                  base +
+                  ((2 * oy + (e >> 1)) * g.w + 2 * ox + (e & 1)) * channels;
+            }
+        }
+      });
+}
+
 void max_pool_2x2_scatter(const float* dy, const int32_t* ws, float* dx,
                           const Shape& shape) {
   const Geo g(shape);

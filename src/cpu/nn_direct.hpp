@@ -26,6 +26,9 @@ void max_pool_2x2_scatter(const float* dy, const int32_t* ws, float* dx,
                           const Shape& shape);
 void max_pool_2x2_gather(const float* gx, const int32_t* ws, float* y,
                          const Shape& shape);
+/** MaxPoolArgmax's TensorFlow indices from a 2x2/2 workspace (any dtype's). */
+void max_pool_2x2_tf_argmax(const int32_t* ws, int64_t* argmax,
+                            const Shape& shape, bool include_batch);
 
 void batch_norm_direct(const FusedBatchNorm& op, Inputs in,
                        const Outputs& outs);

@@ -162,6 +162,17 @@ void max_pool(const MaxPool& op, Inputs in, const Outputs& outs) {
   pool_forward(algorithm::pooling_max, op.w, x, out);
 }
 
+void max_pool_argmax(const MaxPoolArgmax& op, Inputs in, const Outputs& outs) {
+  // The 2x2 workspace holds the same window indices for every dtype.
+  if (in[0].numel() == 0 ||
+      !max_pool_2x2_applies(op.w, op.input_shape, float32))
+    return max_pool_argmax_direct(op, in, outs);
+  const Tensor ws = materialize(in[0]);
+  max_pool_2x2_tf_argmax(static_cast<const int32_t*>(ws.raw_data()),
+                         static_cast<int64_t*>(outs[0].raw_data()),
+                         op.input_shape, op.include_batch_in_index);
+}
+
 void avg_pool(const AvgPool& op, Inputs in, const Outputs& outs) {
   Tensor& out = outs[0];
   if (out.numel() == 0) return;
@@ -223,7 +234,7 @@ void register_pool(Registry& r) {
   r.set<AvgPoolGrad>(cpu, avg_pool_grad, "onednn");
   r.set<MaxPoolScatter>(cpu, max_pool_scatter, "xsimd");
   r.set<MaxPoolGather>(cpu, max_pool_gather, "xsimd");
-  r.set<MaxPoolArgmax>(cpu, max_pool_argmax_direct, "direct");
+  r.set<MaxPoolArgmax>(cpu, max_pool_argmax, "direct");
 }
 
 }  // namespace tapeflow::cpu
