@@ -407,7 +407,7 @@ TEST_CASE("float32 2x2 max pooling keeps signed zeros, NaN and infinities") {
   const auto [y32, dx32] = pool(tpf::float32);
   const auto [y64, dx64] = pool(tpf::float64);
   REQUIRE(y32.size() == y64.size());
-  int nans = 0, negative_zeros = 0;
+  int nans = 0, negative_zeros = 0, infinities = 0;
   for (size_t i = 0; i < y32.size(); ++i) {
     CAPTURE(i);
     CHECK(std::isnan(y32[i]) == std::isnan(y64[i]));
@@ -418,9 +418,12 @@ TEST_CASE("float32 2x2 max pooling keeps signed zeros, NaN and infinities") {
     CHECK(y32[i] == y64[i]);
     CHECK(std::signbit(y32[i]) == std::signbit(y64[i]));
     negative_zeros += y64[i] == 0 && std::signbit(y64[i]);
+    infinities += std::isinf(y64[i]);
   }
   CHECK(dx32 == dx64);
-  // The data exercise both paths: NaN windows and negative-zero maxima.
+  // The data exercise both paths: NaN windows, negative-zero maxima and
+  // infinite ones (a lone infinity takes the tree).
   CHECK(nans > 0);
   CHECK(negative_zeros > 0);
+  CHECK(infinities > 0);
 }

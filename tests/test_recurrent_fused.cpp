@@ -343,7 +343,8 @@ TEST_CASE("the fused LSTM cell ops against their formulas, and their errors") {
                   tpf::ShapeError);
 }
 
-TEST_CASE("the fused LSTM walk takes the fused cell on the CPU") {
+TEST_CASE(
+    "the LSTM layer takes the fused cell on the CPU, with a tape or not") {
   nn::LSTM fused(6, options(false, {.return_sequences = true}));
   const auto in = inputs(3, 4);
   tpf::profiler::start();
@@ -358,4 +359,19 @@ TEST_CASE("the fused LSTM walk takes the fused cell on the CPU") {
   CHECK(forward == 4);
   CHECK(backward == 4);
   CHECK(sigmoids == 0);
+
+  // Without a tape each step takes the same fused cell: the layer gives the
+  // values it gives under a tape, to the bit.
+  tpf::profiler::start();
+  const auto untaped = flat_result(fused, in);
+  const auto steps = tpf::profiler::stop();
+  const auto taped = [&] {
+    tpf::GradientTape tape;
+    return flat_result(fused, in);
+  }();
+  CHECK_CLOSE(untaped, taped, 0.0, 0.0);
+  int untaped_cells = 0;
+  for (const auto& e : steps.events())
+    untaped_cells += e.name == "lstm_cell_forward";
+  CHECK(untaped_cells == 4);
 }

@@ -195,7 +195,7 @@ struct OrF {
 
 /**
  * The CPU's sigmoid, 1 / (1 + exp(-a)), of a scalar or a batch: the Sigmoid
- * kernel's and the fused LSTM cell's, which must agree to the bit.
+ * kernel's and the fused LSTM cell's (cpu/lstm_cell.cpp).
  */
 template <class V>
 V cpu_sigmoid(const V& a) {

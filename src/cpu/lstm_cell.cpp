@@ -1,9 +1,11 @@
 // The fused LSTM cell on the CPU (nn/lstm_cell_ops.hpp): each element runs
 // the op-by-op walk's ops in their order with the same functions (the
 // Sigmoid kernel's sigmoid, the CPU's tanh), in one xsimd pass along each
-// row, rows split across threads. A step of the benchmark's LSTM (32 x 256
-// units) is then one pass forward and one back instead of ~30 small ops,
-// each with its own allocation and a pass over memory.
+// row, rows split across threads. The values are the op-by-op walk's within
+// a few ulp: GCC fuses a product into the sum that follows it, and a row's
+// tail takes the scalar functions where the ops' tails fall elsewhere. A step
+// of the benchmark's LSTM (32 x 256 units) is one pass forward and one back
+// instead of ~30 small ops, each with its own allocation and pass over memory.
 #include <algorithm>
 
 #include "core/creation_internal.hpp"

@@ -5,15 +5,22 @@
 // are not differentiable: the walk's custom gradient is their gradient, and
 // a walk that a tape records takes the op-by-op path.
 #include <array>
+#include <initializer_list>
 
 #include "core/op_error.hpp"
 #include "ops/op.hpp"
 
 namespace tapeflow {
 
-/** DTypeError or ShapeError unless every input is floating (rows, n[k]). */
+/**
+ * ValueError, DTypeError or ShapeError unless there is one input per width,
+ * each floating, of in[0]'s dtype and of shape (rows, width * units).
+ */
 inline void check_cell_operands(const char* op, Inputs in, int64_t units,
                                 std::initializer_list<int64_t> widths) {
+  if (in.size() != widths.size())
+    throw op_error<ValueError>(op, "expected ", widths.size(),
+                               " operands, got ", in.size());
   const int64_t rows = in[0].shape().empty() ? 0 : in[0].shape()[0];
   size_t k = 0;
   for (const int64_t width : widths) {
@@ -38,7 +45,8 @@ inline void check_cell_operands(const char* op, Inputs in, int64_t units,
 struct LstmCellForward {
   static constexpr const char* name = "lstm_cell_forward";
   std::array<TensorSpec, 7> infer(Inputs in) const {
-    const int64_t units = in[1].rank() == 2 ? in[1].shape()[1] : 0;
+    const int64_t units =
+        in.size() == 2 && in[1].rank() == 2 ? in[1].shape()[1] : 0;
     check_cell_operands(name, in, units, {4, 1});
     const TensorSpec s{in[1].shape(), in[1].dtype()};
     return {s, s, s, s, s, s, s};
@@ -54,7 +62,8 @@ struct LstmCellForward {
 struct LstmCellBackward {
   static constexpr const char* name = "lstm_cell_backward";
   std::array<TensorSpec, 2> infer(Inputs in) const {
-    const int64_t units = in[0].rank() == 2 ? in[0].shape()[1] : 0;
+    const int64_t units =
+        !in.empty() && in[0].rank() == 2 ? in[0].shape()[1] : 0;
     check_cell_operands(name, in, units, {1, 1, 1, 1, 1, 1, 1, 1});
     const Shape& s = in[0].shape();
     return {TensorSpec{Shape{s[0], 4 * s[1]}, in[0].dtype()},

@@ -197,4 +197,12 @@ std::vector<Tensor> lstm_sequence(const Tensor& projected, const Tensor& h0,
   return custom_gradient(forward, {projected, h0, c0, recurrent_kernel});
 }
 
+std::vector<Tensor> lstm_cell_step(const Tensor& z, const Tensor& c) {
+  if (z.dtype() != c.dtype() || z.device() != c.device() ||
+      !fused_cell<LstmCellForward>(z))
+    return {};
+  const auto out = apply(LstmCellForward{}, {z, c});
+  return {out[6], out[4]};
+}
+
 }  // namespace tapeflow::nn::detail

@@ -27,4 +27,13 @@ std::vector<Tensor> lstm_sequence(const Tensor& projected, const Tensor& h0,
                                   const Tensor& recurrent_kernel,
                                   bool go_backwards, bool return_sequences);
 
+/**
+ * One step's pointwise part with Keras' default activations, from z = x W +
+ * h R + b (batch, 4 units) and c, through the fused cell op that the fused
+ * walk takes (so that a layer gives the same values with a tape recording
+ * and without): {h', c'}; or nothing where a tape records, z and c differ in
+ * dtype or device, or the device has no kernel for the cell.
+ */
+std::vector<Tensor> lstm_cell_step(const Tensor& z, const Tensor& c);
+
 }  // namespace tapeflow::nn::detail

@@ -19,6 +19,14 @@ std::vector<Tensor> gate_parts(const Tensor& z, int64_t gates) {
   return unstack(reshape(z, {z.shape()[0], gates, z.shape()[1] / gates}), 1);
 }
 
+/** True for Keras' default LSTM activations: tanh, sigmoid gates. */
+bool keras_activations(const RNNOptions& o) {
+  using Function = Tensor (*)(const Tensor&);
+  const auto* act = o.activation.target<Function>();
+  const auto* gate = o.recurrent_activation.target<Function>();
+  return act && *act == &nn::tanh && gate && *gate == &nn::sigmoid;
+}
+
 /** act(x), or x when the activation is none (Keras' activation=None). */
 Tensor activate(const Activation& act, const Tensor& x) {
   return act ? act(x) : x;
@@ -169,6 +177,9 @@ std::vector<Tensor> LSTMCell::step_projected(
     const Tensor& projected_t, const std::vector<Tensor>& states) {
   const Tensor z =
       projected_t + matmul(dropped_state(states[0]), recurrent_kernel_);
+  if (keras_activations(options_))
+    if (auto fused = detail::lstm_cell_step(z, states[1]); !fused.empty())
+      return fused;
   const auto g = gate_parts(z, 4);
   const auto act = [&](const Tensor& t) {
     return activate(options_.activation, t);
@@ -184,13 +195,8 @@ std::vector<Tensor> LSTMCell::walk_projected(const Tensor& projected,
                                              const std::vector<Tensor>& states,
                                              bool go_backwards,
                                              bool return_sequences) {
-  using Function = Tensor (*)(const Tensor&);
-  const auto* act = options_.activation.target<Function>();
-  const auto* gate = options_.recurrent_activation.target<Function>();
-  const bool keras_defaults = act && *act == &nn::tanh && gate &&
-                              *gate == &nn::sigmoid &&
-                              options_.recurrent_dropout == 0.0;
-  if (!keras_defaults) return {};
+  if (!keras_activations(options_) || options_.recurrent_dropout != 0.0)
+    return {};
   return detail::lstm_sequence(projected, states[0], states[1],
                                recurrent_kernel_, go_backwards,
                                return_sequences);
