@@ -33,9 +33,11 @@ inline dnnl::stream& stream() {
 }
 
 /**
- * Call before executing a primitive: oneDNN reads the calling thread's
- * OpenMP setting, which set_intra_op_threads made on another thread may not
- * have reached.
+ * Call before making or executing a primitive: oneDNN reads the calling
+ * thread's OpenMP setting (which set_intra_op_threads made on another thread
+ * may not have reached, and which the adaptation to load does not change),
+ * and a primitive keeps the thread count it was made with: one made for a
+ * 1-thread key under a setting of 2 ran 2 threads beside a busy process.
  */
 inline void sync_threads(int threads = config::intra_op_threads()) {
   if (omp_get_max_threads() != threads) omp_set_num_threads(threads);

@@ -247,13 +247,15 @@ void run_f32(Pass pass, const ConvAttrs& a, const Tensor& x, const Tensor& w,
   // Per thread: memory objects are not shared, so no lock on the hot path.
   thread_local std::unordered_map<Key, Prepared, onednn::Int64sHash> cache;
   dnnl::stream& stream = onednn::stream();
+  // Before any primitive is made: each takes its thread count from OpenMP
+  // when made, not when run.
+  onednn::sync_threads(threads);
   auto it = cache.find(key);
   if (it == cache.end())
     it = cache
              .emplace(key, prepare(pass, a, x.shape(), w.shape(), y.shape(),
                                    bias.defined(), bf16))
              .first;
-  onednn::sync_threads(threads);
   Prepared& p = it->second;
   p.src.user.set_data_handle(x.raw_data());
   p.weights.user.set_data_handle(w.raw_data());

@@ -199,6 +199,9 @@ void matmul_f32(const MatMul& op, const Tensor& given_a, const Tensor& given_b,
   // Per thread: memory objects are not shared, so no lock on the hot path.
   thread_local std::unordered_map<Key, Prepared, KeyHash> cache;
   dnnl::stream& stream = onednn::stream();
+  // Before any primitive is made: each takes its thread count from OpenMP
+  // when made, not when run.
+  onednn::sync_threads(key.threads);
   auto it = cache.find(key);
   if (it == cache.end()) {
     const auto in = operand_type(key.bf16);
@@ -216,7 +219,6 @@ void matmul_f32(const MatMul& op, const Tensor& given_a, const Tensor& given_b,
                                dnnl::memory(cmd, engine(), nullptr)})
              .first;
   }
-  onednn::sync_threads(key.threads);
   Prepared& p = it->second;
   p.a.user.set_data_handle(a.raw_data());
   p.b.user.set_data_handle(b.raw_data());

@@ -56,9 +56,12 @@ struct Prims {
  */
 Prims& prims(algorithm alg, Pass pass, const PoolWindow& w,
              const Shape& in_shape) {
+  // The thread count of the key is the one the primitive is made and run
+  // with (see sync_threads).
+  const int threads = config::intra_op_threads();
+  sync_threads(threads);
   std::vector<int64_t> key{static_cast<int64_t>(alg),
-                           static_cast<int64_t>(pass),
-                           config::intra_op_threads()};
+                           static_cast<int64_t>(pass), threads};
   for (const Shape* s : {&in_shape, &w.ksize, &w.strides, &w.pad_lo, &w.pad_hi})
     key.insert(key.end(), s->begin(), s->end());
   thread_local std::unordered_map<std::vector<int64_t>, Prims,
@@ -100,7 +103,6 @@ algorithm avg_alg(bool count_include_pad) {
 
 void pool_forward(algorithm alg, const PoolWindow& w, const Tensor& x,
                   Tensor& out) {
-  sync_threads();
   Prims& p = prims(alg, Pass::inference, w, x.shape());
   p.src.set_data_handle(x.raw_data());
   p.dst.set_data_handle(out.raw_data());
@@ -111,7 +113,6 @@ void pool_forward(algorithm alg, const PoolWindow& w, const Tensor& x,
 /** Max pooling that also fills `ws` (see MaxPool) from oneDNN's workspace. */
 void max_pool_training(const PoolWindow& w, const Tensor& x, Tensor& out,
                        Tensor& ws) {
-  sync_threads();
   Prims& p = prims(algorithm::pooling_max, Pass::training, w, x.shape());
   p.src.set_data_handle(x.raw_data());
   p.dst.set_data_handle(out.raw_data());
@@ -215,7 +216,6 @@ void avg_pool_grad(const AvgPoolGrad& op, Inputs in, const Outputs& outs) {
     std::fill_n(static_cast<float*>(out.raw_data()), out.numel(), 0.f);
     return;
   }
-  sync_threads();
   Prims& p = prims(avg_alg(op.count_include_pad), Pass::backward, op.w,
                    op.input_shape);
   p.diff_dst.set_data_handle(dy.raw_data());
