@@ -5,11 +5,18 @@
 // ahead of making their primitives, a convolution made for 1 thread under a
 // setting of 2 ran 2 threads beside a busy process (a 1.35x slower CNN
 // step). The test counts the threads of every OpenMP team started, through
-// GNU OpenMP's entry point (oneDNN's parallel regions call it).
+// GNU OpenMP's entry point (oneDNN's parallel regions call it). Called from
+// inside a caller's OpenMP region, the kernels run 1 thread there: a filter
+// gradient made for 2 threads waited at its own barrier forever.
 #include <dlfcn.h>
 #include <omp.h>
 
 #include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <future>
+#include <vector>
 
 #include "support/check.hpp"
 
@@ -56,5 +63,44 @@ TEST_CASE("oneDNN primitives made under a wider OpenMP setting run 1 thread") {
   const auto c = tpf::matmul(a, b);
   CHECK(c.shape() == tpf::Shape{512, 512});
   CHECK(g_widest_team.load() <= 1);
+  tpf::config::set_intra_op_threads(before);
+}
+
+TEST_CASE("oneDNN kernels called inside a caller's OpenMP region finish") {
+  namespace nn = tpf::nn;
+  const auto x = testing::uniform64({8, 32, 14, 14}).cast(tpf::float32);
+  const auto w = testing::uniform64({16, 32, 3, 3}).cast(tpf::float32);
+  const auto a = testing::uniform64({256, 256}).cast(tpf::float32);
+  // The filter and input gradients of conv -> max pool, and a product.
+  const auto results = [&] {
+    tpf::GradientTape tape;
+    tape.watch(x);
+    tape.watch(w);
+    const auto y = nn::conv2d(x, w, {.padding = {1, 1, 1, 1}});
+    const auto pooled = nn::max_pool2d(y, {{3, 3}, {2, 2}});
+    auto out = tape.gradient(tpf::sum(pooled), {x, w});
+    out.push_back(tpf::matmul(a, a));
+    return out;
+  };
+  const int before = tpf::config::intra_op_threads();
+  tpf::config::set_intra_op_threads(2);
+  const auto want = results();
+  std::vector<std::vector<tpf::Tensor>> got(2);
+  auto region = std::async(std::launch::async, [&] {
+    omp_set_num_threads(2);
+#pragma omp parallel num_threads(2)
+    got[omp_get_thread_num()] = results();
+  });
+  if (region.wait_for(std::chrono::seconds(60)) != std::future_status::ready) {
+    // The region's threads cannot be joined: report and end here.
+    std::fputs("oneDNN kernels in an OpenMP region did not finish in 60 s\n",
+               stderr);
+    std::_Exit(1);
+  }
+  for (const auto& one : got) {
+    REQUIRE(one.size() == want.size());
+    for (size_t i = 0; i < want.size(); ++i)
+      CHECK_CLOSE(one[i], want[i], 1e-5, 1e-5);
+  }
   tpf::config::set_intra_op_threads(before);
 }

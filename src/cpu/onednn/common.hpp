@@ -33,13 +33,23 @@ inline dnnl::stream& stream() {
 }
 
 /**
+ * The threads a oneDNN call runs on: 1 inside a caller's OpenMP region,
+ * where oneDNN runs any primitive on its calling thread alone, so one made
+ * there for more threads waits at its own barriers forever (a filter
+ * gradient called from a user's `omp parallel` hung).
+ */
+inline int call_threads() {
+  return omp_in_parallel() ? 1 : config::intra_op_threads();
+}
+
+/**
  * Call before making or executing a primitive: oneDNN reads the calling
  * thread's OpenMP setting (which set_intra_op_threads made on another thread
  * may not have reached, and which the adaptation to load does not change),
  * and a primitive keeps the thread count it was made with: one made for a
  * 1-thread key under a setting of 2 ran 2 threads beside a busy process.
  */
-inline void sync_threads(int threads = config::intra_op_threads()) {
+inline void sync_threads(int threads = call_threads()) {
   if (omp_get_max_threads() != threads) omp_set_num_threads(threads);
 }
 

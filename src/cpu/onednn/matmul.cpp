@@ -194,7 +194,7 @@ void matmul_f32(const MatMul& op, const Tensor& given_a, const Tensor& given_b,
   const int64_t macs = out.numel() * a.shape()[a.rank() - 1];
   const Key key{{padded(a, rank), padded(b, rank), padded(out, rank)},
                 rank,
-                macs < kParallelMacs ? 1 : config::intra_op_threads(),
+                macs < kParallelMacs ? 1 : onednn::call_threads(),
                 multiply_in_bf16()};
   // Per thread: memory objects are not shared, so no lock on the hot path.
   thread_local std::unordered_map<Key, Prepared, KeyHash> cache;

@@ -58,7 +58,7 @@ Prims& prims(algorithm alg, Pass pass, const PoolWindow& w,
              const Shape& in_shape) {
   // The thread count of the key is the one the primitive is made and run
   // with (see sync_threads).
-  const int threads = config::intra_op_threads();
+  const int threads = onednn::call_threads();
   sync_threads(threads);
   std::vector<int64_t> key{static_cast<int64_t>(alg),
                            static_cast<int64_t>(pass), threads};

@@ -1,0 +1,212 @@
+#include "cpu/onednn/conv_chunks.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+#include <exception>
+#include <vector>
+
+#include "core/creation_internal.hpp"
+#include "cpu/onednn/common.hpp"
+
+namespace tapeflow::cpu::onednn {
+namespace {
+
+using dnnl::memory;
+
+/** Whole activations (input and output, blocked) up to this stay in cache. */
+constexpr size_t kCachedBytes = size_t{16} << 20;
+/** A chunk's blocked input and output together stay within this. */
+constexpr size_t kChunkBytes = size_t{2} << 20;
+
+Shape with_images(Shape s, int64_t images) {
+  s[0] = images;
+  return s;
+}
+
+/** `t`'s data from image n0 on, for `t` contiguous with the batch first. */
+void* image_data(const Tensor& t, int64_t n0) {
+  return static_cast<char*>(t.raw_data()) +
+         n0 * (t.numel() / t.shape()[0]) * itemsize(t.dtype());
+}
+
+/** Sets `o`'s internal memory to `buffer`, grown to fit when too small. */
+void bind_buffer(ConvOperand& o, Tensor& buffer) {
+  const size_t bytes = o.internal.get_desc().get_size();
+  if (!buffer.defined() || buffer.numel() * sizeof(float) < bytes)
+    buffer = buffer_for(o.internal.get_desc());
+  o.internal.set_data_handle(buffer.raw_data());
+}
+
+/**
+ * Points activation `o` at images n0.. of `t` and, when reordered, its
+ * internal memory at `buffer`, reordering an input in.
+ */
+void bind_activation(ConvOperand& o, const Tensor& t, int64_t n0,
+                     Tensor& buffer, bool input, dnnl::stream& stream) {
+  o.user.set_data_handle(image_data(t, n0));
+  if (!o.reordered) return;
+  bind_buffer(o, buffer);
+  if (input) o.reorder.execute(stream, o.user, o.internal);
+}
+
+/**
+ * Points the filter input `o` at `w`, converted into `buffer` once per
+ * layout (`converted` names the layout `buffer` holds).
+ */
+void bind_filter(ConvOperand& o, const Tensor& w, Tensor& buffer,
+                 memory::desc& converted, dnnl::stream& stream) {
+  o.user.set_data_handle(w.raw_data());
+  if (!o.reordered) return;
+  const bool fresh = !buffer.defined() || o.internal.get_desc() != converted;
+  bind_buffer(o, buffer);
+  if (!fresh) return;
+  converted = o.internal.get_desc();
+  o.reorder.execute(stream, o.user, o.internal);
+}
+
+/** sum[i] += part[i] for the first `count` floats of each. */
+void add_into(const Tensor& sum, const Tensor& part, int64_t count) {
+  float* s = static_cast<float*>(sum.raw_data());
+  const float* p = static_cast<const float*>(part.raw_data());
+  for (int64_t i = 0; i < count; ++i) s[i] += p[i];
+}
+
+/**
+ * One thread's filter gradient: chunks add into a sum in their primitive's
+ * layout, which goes to the plain float32 `total` when a chunk brings
+ * another layout (a shorter last chunk may) and at the end.
+ */
+class FilterGradientSum {
+ public:
+  explicit FilterGradientSum(const Tensor& w) : w_(w) {}
+
+  /** Binds chunk primitive `p`'s output; call add() after it ran. */
+  void bind(ConvPrimitive& p) {
+    const bool same = open_ && p.weights.internal.get_desc() == layout_;
+    if (!same) flush();
+    bind_buffer(p.weights, same ? part_ : sum_);
+    adds_ = same;
+    if (!same) {
+      open_ = &p.weights;
+      layout_ = p.weights.internal.get_desc();
+    }
+  }
+  void add(dnnl::stream& stream) {
+    if (!adds_) return;
+    stream.wait();
+    add_into(sum_, part_, layout_.get_size() / sizeof(float));
+  }
+  /** The plain sum of every chunk bound so far. */
+  Tensor total() {
+    flush();
+    return total_;
+  }
+
+ private:
+  void flush() {
+    if (!open_) return;
+    Tensor plain = empty_tensor(w_.shape(), float32, Device::cpu());
+    open_->internal.set_data_handle(sum_.raw_data());
+    if (open_->reordered) {
+      dnnl::stream& stream = onednn::stream();
+      open_->user.set_data_handle(plain.raw_data());
+      open_->reorder.execute(stream, open_->internal, open_->user);
+      stream.wait();
+    } else {
+      std::memcpy(plain.raw_data(), sum_.raw_data(),
+                  plain.numel() * sizeof(float));
+    }
+    if (total_.defined())
+      add_into(total_, plain, plain.numel());
+    else
+      total_ = plain;
+    open_ = nullptr;
+  }
+
+  const Tensor& w_;
+  Tensor sum_, part_, total_;
+  ConvOperand* open_ = nullptr;  // the operand whose layout sum_ holds
+  memory::desc layout_;
+  bool adds_ = false;
+};
+
+/**
+ * Runs chunks [begin, end) of `per` images on the calling thread, with
+ * primitives made for one thread; for the filter gradient, returns their
+ * plain sum.
+ */
+Tensor run_chunks(ConvPass pass, const ConvAttrs& a, const Tensor& x,
+                  const Tensor& w, const Tensor& y, const Tensor& bias,
+                  bool bf16, int64_t per, int64_t begin, int64_t end) {
+  const int64_t n = x.shape()[0];
+  // In an OpenMP region oneDNN runs a primitive on one thread whatever it
+  // was made for, so it must be made for one: a filter gradient made for 2
+  // waits at its reduction barrier for a thread that never comes.
+  sync_threads(1);
+  dnnl::stream& stream = onednn::stream();
+  Tensor x_buffer, y_buffer, w_buffer;  // this thread's internal memory
+  memory::desc w_layout;
+  FilterGradientSum sum(w);
+  for (int64_t chunk = begin; chunk < end; ++chunk) {
+    const int64_t n0 = chunk * per, images = std::min(per, n - n0);
+    ConvPrimitive& p =
+        conv_primitive(pass, a, with_images(x.shape(), images), w.shape(),
+                       with_images(y.shape(), images), bias.defined(), bf16, 1);
+    bind_activation(p.src, x, n0, x_buffer, pass != ConvPass::grad_input,
+                    stream);
+    bind_activation(p.dst, y, n0, y_buffer, pass != ConvPass::forward, stream);
+    if (pass == ConvPass::grad_filter) {
+      sum.bind(p);
+      run_primitive(p, pass, bias, stream);
+      sum.add(stream);
+      continue;
+    }
+    bind_filter(p.weights, w, w_buffer, w_layout, stream);
+    run_primitive(p, pass, bias, stream);
+    reorder_output(p, pass, stream);
+  }
+  stream.wait();
+  return pass == ConvPass::grad_filter ? sum.total() : Tensor();
+}
+
+}  // namespace
+
+int64_t images_per_chunk(const ConvPrimitive& whole, int64_t n) {
+  if (n < 2 || !whole.src.reordered || !whole.dst.reordered) return n;
+  const size_t bytes = whole.src.internal.get_desc().get_size() +
+                       whole.dst.internal.get_desc().get_size();
+  if (bytes <= kCachedBytes) return n;
+  return std::clamp<int64_t>(kChunkBytes / (bytes / n), 1, n);
+}
+
+void run_chunked(ConvPass pass, const ConvAttrs& a, const Tensor& x,
+                 const Tensor& w, const Tensor& y, const Tensor& bias,
+                 bool bf16, int threads, int64_t per) {
+  const int64_t chunks = (x.shape()[0] + per - 1) / per;
+  const int team = static_cast<int>(std::min<int64_t>(threads, chunks));
+  std::vector<Tensor> sums(team);
+  std::vector<std::exception_ptr> errors(team);
+  const auto run_share = [&](int t) {
+    try {
+      sums[t] = run_chunks(pass, a, x, w, y, bias, bf16, per, chunks * t / team,
+                           chunks * (t + 1) / team);
+    } catch (...) {
+      errors[t] = std::current_exception();
+    }
+  };
+  if (team == 1) {
+    run_share(0);
+  } else {
+#pragma omp parallel num_threads(team)
+    run_share(omp_get_thread_num());
+  }
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
+  if (pass != ConvPass::grad_filter) return;
+  for (int t = 1; t < team; ++t) add_into(sums[0], sums[t], w.numel());
+  std::memcpy(w.raw_data(), sums[0].raw_data(), w.numel() * sizeof(float));
+}
+
+}  // namespace tapeflow::cpu::onednn

@@ -1,0 +1,133 @@
+// float32 convolutions whose activations outgrow the cache run a few images
+// at a time (cpu/onednn/conv_chunks.cpp): the forward, input gradient and
+// filter gradient (summed over the chunks) equal the float64 direct kernels,
+// in float32 and under bfloat16 products, with chunks of one image and of
+// two with a shorter last one. White-box where it asks which chunks a
+// shape gets.
+#include "cpu/onednn/common.hpp"
+#include "cpu/onednn/conv_chunks.hpp"
+#include "cpu/onednn/precision.hpp"
+#include "support/check.hpp"
+
+using testing::uniform64;
+using Ts = std::vector<tpf::Tensor>;
+namespace onednn = tpf::cpu::onednn;
+
+namespace {
+
+struct ChunkCase {
+  tpf::Shape x, w;
+  int64_t stride;
+  // What conv_chunks.cpp chooses for the forward, input gradient and filter
+  // gradient, with float32 and with bfloat16 operands.
+  int64_t per_f32[3], per_bf16[3];
+};
+
+/** SAME padding of a k x k filter at stride `s` on extent `in`. */
+tpf::Shape same_pads(int64_t in, int64_t k, int64_t s) {
+  const int64_t out = (in + s - 1) / s;
+  const int64_t total = std::max<int64_t>((out - 1) * s + k - in, 0);
+  return {total / 2, total - total / 2, total / 2, total - total / 2};
+}
+
+tpf::ConvAttrs attrs_of(const ChunkCase& c) {
+  tpf::ConvAttrs a;
+  a.strides = {c.stride, c.stride};
+  a.dilations = {1, 1};
+  const tpf::Shape p = same_pads(c.x[2], c.w[2], c.stride);
+  a.pads_before = {p[0], p[2]};
+  a.pads_after = {p[1], p[3]};
+  a.groups = 1;
+  return a;
+}
+
+tpf::Shape out_shape(const ChunkCase& c) {
+  return {c.x[0], c.w[0], (c.x[2] + c.stride - 1) / c.stride,
+          (c.x[3] + c.stride - 1) / c.stride};
+}
+
+}  // namespace
+
+// 23 images of 16 x 64 x 128 (24 MiB blocked in and out in float32):
+// two images a chunk and one last. 6 images of 16 x 224 x 224 at stride 2
+// into 32 channels: one image a chunk. The filter gradient reads both
+// activations as bfloat16, which fit in cache whole.
+const ChunkCase kCases[] = {
+    {{23, 16, 64, 128}, {16, 16, 3, 3}, 1, {2, 2, 2}, {2, 2, 23}},
+    {{6, 16, 224, 224}, {32, 16, 3, 3}, 2, {1, 1, 1}, {1, 1, 6}}};
+
+/** True where precision `medium` multiplies bfloat16 on this CPU. */
+bool native_bf16() {
+  tpf::config::set_float32_matmul_precision(
+      tpf::config::Float32Precision::medium);
+  const bool native = tpf::cpu::multiply_in_bf16();
+  tpf::config::set_float32_matmul_precision(
+      tpf::config::Float32Precision::highest);
+  return native;
+}
+
+TEST_CASE("large activations: the chunks each pass takes") {
+  const int threads = tpf::config::intra_op_threads();
+  onednn::sync_threads(threads);
+  using P = onednn::ConvPass;
+  for (const bool bf16 : {false, true}) {
+    if (bf16 && !native_bf16()) continue;
+    for (const ChunkCase& c : kCases) {
+      CAPTURE(c.x);
+      CAPTURE(bf16);
+      const tpf::ConvAttrs a = attrs_of(c);
+      const tpf::Shape y = out_shape(c);
+      for (P pass : {P::forward, P::grad_input, P::grad_filter}) {
+        CAPTURE(static_cast<int>(pass));
+        const bool bias = pass == P::forward;
+        onednn::ConvPrimitive& whole =
+            onednn::conv_primitive(pass, a, c.x, c.w, y, bias, bf16, threads);
+        CHECK(onednn::images_per_chunk(whole, c.x[0]) ==
+              (bf16 ? c.per_bf16 : c.per_f32)[static_cast<int>(pass)]);
+      }
+    }
+  }
+}
+
+TEST_CASE("large activations in chunks: forward and gradients as float64") {
+  using tpf::config::Float32Precision;
+  const char* names[] = {"y", "dx", "dw", "db"};
+  for (const ChunkCase& c : kCases) {
+    CAPTURE(c.x);
+    const Ts in64{uniform64(c.x), uniform64(c.w), uniform64({c.w[0]})};
+    const tpf::Tensor g = uniform64(out_shape(c));
+    const tpf::nn::ConvOptions o{.strides = {c.stride, c.stride},
+                                 .padding = "SAME"};
+    const auto run = [&](const Ts& in, const tpf::Tensor& seed) {
+      tpf::GradientTape tape;
+      for (const auto& t : in) tape.watch(t);
+      const tpf::Tensor y = tpf::nn::conv2d(in[0], in[1], in[2], o);
+      Ts out = tape.gradient(y, in, {seed});
+      out.insert(out.begin(), y);
+      return out;
+    };
+    const Ts want = run(in64, g);
+    Ts in32;
+    for (const auto& t : in64) in32.push_back(t.cast(tpf::float32));
+    for (const auto [precision, threads] :
+         {std::pair{Float32Precision::highest, 1},
+          {Float32Precision::highest, 2},
+          {Float32Precision::medium, 2}}) {
+      CAPTURE(threads);
+      tpf::config::set_float32_matmul_precision(precision);
+      tpf::config::set_intra_op_threads(threads);
+      const Ts got = run(in32, g.cast(tpf::float32));
+      tpf::config::set_intra_op_threads(2);
+      tpf::config::set_float32_matmul_precision(Float32Precision::highest);
+      // bfloat16 keeps 8 bits: judged against each output's scale.
+      const double rtol =
+          precision == Float32Precision::medium && native_bf16() ? 2e-2 : 1e-4;
+      for (size_t i = 0; i < want.size(); ++i) {
+        CAPTURE(names[i]);
+        CAPTURE(rtol);
+        const double scale = tpf::max(tpf::abs(want[i])).item<double>();
+        CHECK_CLOSE(got[i].cast(tpf::float64), want[i], rtol, rtol * scale);
+      }
+    }
+  }
+}
