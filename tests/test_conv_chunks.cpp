@@ -82,7 +82,7 @@ TEST_CASE("large activations: the chunks each pass takes") {
         const bool bias = pass == P::forward;
         onednn::ConvPrimitive& whole =
             onednn::conv_primitive(pass, a, c.x, c.w, y, bias, bf16, threads);
-        CHECK(onednn::images_per_chunk(whole, c.x[0]) ==
+        CHECK(onednn::images_per_chunk(whole, c.x[0], threads) ==
               (bf16 ? c.per_bf16 : c.per_f32)[static_cast<int>(pass)]);
       }
     }

@@ -5,9 +5,11 @@
 // ahead of making their primitives, a convolution made for 1 thread under a
 // setting of 2 ran 2 threads beside a busy process (a 1.35x slower CNN
 // step). The test counts the threads of every OpenMP team started, through
-// GNU OpenMP's entry point (oneDNN's parallel regions call it). Called from
-// inside a caller's OpenMP region, the kernels run 1 thread there: a filter
-// gradient made for 2 threads waited at its own barrier forever.
+// GNU OpenMP's entry point (oneDNN's parallel regions call it). A primitive
+// run on fewer threads than it was made for waits at its own barriers
+// forever: inside a caller's OpenMP region (run here), under OMP_DYNAMIC on
+// a busy machine and under an OMP_THREAD_LIMIT below tapeflow's count (this
+// file runs again under each, see meson.build).
 #include <dlfcn.h>
 #include <omp.h>
 
@@ -97,10 +99,14 @@ TEST_CASE("oneDNN kernels called inside a caller's OpenMP region finish") {
                stderr);
     std::_Exit(1);
   }
+  int ran = 0;  // OMP_DYNAMIC or OMP_THREAD_LIMIT may give a team of 1
   for (const auto& one : got) {
+    if (one.empty()) continue;
+    ++ran;
     REQUIRE(one.size() == want.size());
     for (size_t i = 0; i < want.size(); ++i)
       CHECK_CLOSE(one[i], want[i], 1e-5, 1e-5);
   }
+  CHECK(ran >= 1);
   tpf::config::set_intra_op_threads(before);
 }

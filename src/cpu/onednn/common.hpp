@@ -5,6 +5,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <dnnl.hpp>
@@ -33,13 +34,16 @@ inline dnnl::stream& stream() {
 }
 
 /**
- * The threads a oneDNN call runs on: 1 inside a caller's OpenMP region,
- * where oneDNN runs any primitive on its calling thread alone, so one made
- * there for more threads waits at its own barriers forever (a filter
- * gradient called from a user's `omp parallel` hung).
+ * The threads a oneDNN call runs on. oneDNN makes a primitive for the
+ * threads OpenMP's setting names and runs it on the team OpenMP gives, and
+ * a primitive given fewer threads than it was made for waits at its own
+ * barriers forever (a filter gradient hung): so 1 inside a caller's OpenMP
+ * region, where oneDNN runs any primitive on its calling thread alone, and
+ * never more than OMP_THREAD_LIMIT (sync_threads turns OMP_DYNAMIC off).
  */
 inline int call_threads() {
-  return omp_in_parallel() ? 1 : config::intra_op_threads();
+  if (omp_in_parallel()) return 1;
+  return std::min(config::intra_op_threads(), omp_get_thread_limit());
 }
 
 /**
@@ -51,6 +55,10 @@ inline int call_threads() {
  */
 inline void sync_threads(int threads = call_threads()) {
   if (omp_get_max_threads() != threads) omp_set_num_threads(threads);
+  // OMP_DYNAMIC lets OpenMP start smaller teams than asked when the machine
+  // is busy: a primitive would then wait for threads that never come. Off
+  // for this thread, from its first oneDNN call on.
+  if (omp_get_dynamic()) omp_set_dynamic(0);
 }
 
 /** FNV-style fold of int64 values into `h`, for the primitive caches' keys. */

@@ -1,16 +1,15 @@
 // Convolutions: float32 through oneDNN's forward (with the optional bias),
-// backward-data and backward-weights primitives on plain layouts (cached per
-// thread by shapes, attributes and operand type), float64 through the direct
-// loops of cpu/conv_direct.cpp. The float32 filter gradient of one- and
-// two-channel inputs at stride 1 in 2-d goes to cpu/conv_few_channels.cpp
-// instead, and so does their forward outside precision `medium`, under which
-// the inputs of each pass reach oneDNN as bfloat16 (converted by the same
-// reorder that blocks them) and the output stays float32.
+// backward-data and backward-weights primitives on plain layouts
+// (conv_primitive.cpp; a batch whose activations outgrow the cache in chunks
+// of images, conv_chunks.cpp), float64 through the direct loops of
+// cpu/conv_direct.cpp. The float32 filter gradient of one- and two-channel
+// inputs at stride 1 in 2-d goes to cpu/conv_few_channels.cpp instead, and so
+// does their forward outside precision `medium`, under which the inputs of
+// each pass reach oneDNN as bfloat16 (converted by the same reorder that
+// blocks them) and the output stays float32.
 #include <cstring>
 #include <dnnl.hpp>
 #include <string>
-#include <unordered_map>
-#include <vector>
 
 #include "core/creation_internal.hpp"
 #include "cpu/conv_direct.hpp"
@@ -126,9 +125,11 @@ void run_f32(ConvPass pass, const ConvAttrs& a, const Tensor& x,
   ConvPrimitive& whole = onednn::conv_primitive(
       pass, a, x.shape(), w.shape(), y.shape(), bias.defined(), bf16, threads);
   if (whole.images_per_chunk == 0)
-    whole.images_per_chunk = onednn::images_per_chunk(whole, x.shape()[0]);
-  // The filter gradient takes the forward's conversions where it left them
-  // (a forward in chunks leaves none).
+    whole.images_per_chunk =
+        onednn::images_per_chunk(whole, x.shape()[0], threads);
+  // The filter gradient takes the conversions the forward and the input
+  // gradient left (whole-batch tensors in a whole-batch layout, which no
+  // chunk takes): then it runs whole. Passes in chunks leave none.
   const bool takes = !handoff.take_x.empty() || !handoff.take_dy.empty();
   if (whole.images_per_chunk < x.shape()[0] && !takes)
     onednn::run_chunked(pass, a, x, w, y, bias, bf16, threads,

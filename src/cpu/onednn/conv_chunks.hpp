@@ -11,22 +11,23 @@
 namespace tapeflow::cpu::onednn {
 
 /**
- * Images per chunk for a pass whose whole-batch primitive is `whole`, on
- * `n` images; all `n` where chunks do not pay: activations that fit in
- * cache, or ones a primitive takes as they are.
+ * Images per chunk for a pass on `n` images whose whole-batch primitive for
+ * `threads` threads is `whole`; all `n` where chunks do not pay: activations
+ * that fit in cache, ones a primitive takes as they are, or too few images
+ * to share evenly between the threads.
  */
-int64_t images_per_chunk(const ConvPrimitive& whole, int64_t n);
+int64_t images_per_chunk(const ConvPrimitive& whole, int64_t n, int threads);
 
 /**
  * Runs `pass` on contiguous float32 x, filter and y (one is the output)
- * `per` images at a time, the chunks split over `threads` threads. Each
- * thread runs its own images (a chunk's reorders and primitive on one
- * core's cache: shared between cores, its lines crossed between the two
- * vCPUs of a VM at up to 4x the cost). The filter gradient sums its chunks.
- * Nothing is left for a later pass.
+ * `images_per_chunk` images at a time, the batch shared between `threads`
+ * threads. Each thread runs its own images (a chunk's reorders and
+ * primitive in one core's cache: shared between cores, its lines crossed
+ * between the two vCPUs of a VM at up to 4x the cost). The filter gradient
+ * sums its chunks. Nothing is left for a later pass.
  */
 void run_chunked(ConvPass pass, const ConvAttrs& a, const Tensor& x,
                  const Tensor& w, const Tensor& y, const Tensor& bias,
-                 bool bf16, int threads, int64_t per);
+                 bool bf16, int threads, int64_t images_per_chunk);
 
 }  // namespace tapeflow::cpu::onednn
