@@ -51,7 +51,9 @@ tpf::Shape out_shape(const ChunkCase& c) {
 // 23 images of 16 x 64 x 128 (24 MiB blocked in and out in float32):
 // two images a chunk and one last. 6 images of 16 x 224 x 224 at stride 2
 // into 32 channels: one image a chunk. The filter gradient reads both
-// activations as bfloat16, which fit in cache whole.
+// activations as bfloat16, which fit in cache whole. The counts assume
+// oneDNN's blocked layouts (8 or 16 channels a block, so 16 and 32 channels
+// take no padding), which its AVX2 and AVX-512 kernels choose.
 const ChunkCase kCases[] = {
     {{23, 16, 64, 128}, {16, 16, 3, 3}, 1, {2, 2, 2}, {2, 2, 23}},
     {{6, 16, 224, 224}, {32, 16, 3, 3}, 2, {1, 1, 1}, {1, 1, 6}}};
