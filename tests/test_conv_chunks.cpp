@@ -17,7 +17,7 @@ namespace {
 
 struct ChunkCase {
   tpf::Shape x, w;
-  int64_t stride;
+  int64_t stride, groups;
   // What conv_chunks.cpp chooses for the forward, input gradient and filter
   // gradient, with float32 and with bfloat16 operands.
   int64_t per_f32[3], per_bf16[3];
@@ -37,7 +37,7 @@ tpf::ConvAttrs attrs_of(const ChunkCase& c) {
   const tpf::Shape p = same_pads(c.x[2], c.w[2], c.stride);
   a.pads_before = {p[0], p[2]};
   a.pads_after = {p[1], p[3]};
-  a.groups = 1;
+  a.groups = c.groups;
   return a;
 }
 
@@ -49,14 +49,15 @@ tpf::Shape out_shape(const ChunkCase& c) {
 }  // namespace
 
 // 23 images of 16 x 64 x 128 (24 MiB blocked in and out in float32):
-// two images a chunk and one last. 6 images of 16 x 224 x 224 at stride 2
-// into 32 channels: one image a chunk. The filter gradient reads both
-// activations as bfloat16, which fit in cache whole. The counts assume
+// two images a chunk and one last, also depthwise. 6 images of 16 x 224 x 224
+// at stride 2 into 32 channels: one image a chunk. The filter gradient reads
+// both activations as bfloat16, which fit in cache whole. The counts assume
 // oneDNN's blocked layouts (8 or 16 channels a block, so 16 and 32 channels
 // take no padding), which its AVX2 and AVX-512 kernels choose.
 const ChunkCase kCases[] = {
-    {{23, 16, 64, 128}, {16, 16, 3, 3}, 1, {2, 2, 2}, {2, 2, 23}},
-    {{6, 16, 224, 224}, {32, 16, 3, 3}, 2, {1, 1, 1}, {1, 1, 6}}};
+    {{23, 16, 64, 128}, {16, 16, 3, 3}, 1, 1, {2, 2, 2}, {2, 2, 23}},
+    {{6, 16, 224, 224}, {32, 16, 3, 3}, 2, 1, {1, 1, 1}, {1, 1, 6}},
+    {{23, 16, 64, 128}, {16, 1, 3, 3}, 1, 16, {2, 2, 2}, {2, 2, 23}}};
 
 /** True where precision `medium` multiplies bfloat16 on this CPU. */
 bool native_bf16() {
@@ -98,8 +99,8 @@ TEST_CASE("large activations in chunks: forward and gradients as float64") {
     CAPTURE(c.x);
     const Ts in64{uniform64(c.x), uniform64(c.w), uniform64({c.w[0]})};
     const tpf::Tensor g = uniform64(out_shape(c));
-    const tpf::nn::ConvOptions o{.strides = {c.stride, c.stride},
-                                 .padding = "SAME"};
+    const tpf::nn::ConvOptions o{
+        .strides = {c.stride, c.stride}, .padding = "SAME", .groups = c.groups};
     const auto run = [&](const Ts& in, const tpf::Tensor& seed) {
       tpf::GradientTape tape;
       for (const auto& t : in) tape.watch(t);
