@@ -1,7 +1,8 @@
 // Adapting the intra-op thread count to other processes' load: the load from
-// two /proc samples and the thread count from it (hand-computed), then live:
-// a busy child process takes a CPU and the count drops, and comes back when
-// the child is gone.
+// two /proc samples, from the run queues at one instant, and the thread count
+// from it (hand-computed), then live: a busy child process takes a CPU and the
+// count drops, and comes back when the child is gone; a monitor made next to
+// a busy process counts it from the start.
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -39,7 +40,39 @@ TEST_CASE("threads left: the cap until others take half a CPU") {
   CHECK(detail::threads_left(1, 8, 7.0) == 1);
 }
 
+TEST_CASE("others running: the run queues less this process's threads") {
+  CHECK(detail::others_running(3, 1, 2) == 2.0);  // us and two others
+  CHECK(detail::others_running(2, 1, 2) == 1.0);
+  CHECK(detail::others_running(1, 1, 2) == 0.0);
+  CHECK(detail::others_running(3, 3, 4) == 0.0);  // our own threads only
+  CHECK(detail::others_running(9, 1, 2) == 2.0);  // at most the CPUs
+  // The two files are read one after the other: a thread of ours may start
+  // running between them.
+  CHECK(detail::others_running(1, 2, 2) == 0.0);
+}
+
 namespace {
+
+/** A child process that keeps a CPU busy until killed. */
+pid_t start_busy_process() {
+  const pid_t busy = fork();
+  REQUIRE(busy >= 0);
+  if (busy == 0) {
+    volatile uint64_t spin = 0;
+    for (;;) spin = spin + 1;
+  }
+  return busy;
+}
+void stop(pid_t busy) {
+  kill(busy, SIGKILL);
+  waitpid(busy, nullptr, 0);
+}
+
+int allowed_cpus() {
+  cpu_set_t allowed;
+  REQUIRE(sched_getaffinity(0, sizeof allowed, &allowed) == 0);
+  return CPU_COUNT(&allowed);
+}
 
 /** Polls intra_op_threads() for up to 5 s until it equals `want`. */
 bool reaches(int want) {
@@ -53,9 +86,7 @@ bool reaches(int want) {
 }  // namespace
 
 TEST_CASE("a busy process takes a thread away; its end gives it back") {
-  cpu_set_t allowed;
-  REQUIRE(sched_getaffinity(0, sizeof allowed, &allowed) == 0);
-  const int cpus = CPU_COUNT(&allowed);
+  const int cpus = allowed_cpus();
   if (cpus < 2) {
     MESSAGE("one CPU: nothing to adapt");
     return;
@@ -69,17 +100,32 @@ TEST_CASE("a busy process takes a thread away; its end gives it back") {
     tpf::config::set_adapt_to_load(false);
     return;
   }
-  const pid_t busy = fork();
-  REQUIRE(busy >= 0);
-  if (busy == 0) {
-    volatile uint64_t spin = 0;
-    for (;;) spin = spin + 1;
-  }
+  const pid_t busy = start_busy_process();
   const bool dropped = reaches(cpus - 1);
-  kill(busy, SIGKILL);
-  waitpid(busy, nullptr, 0);
+  stop(busy);
   CHECK(dropped);
   CHECK(reaches(cpus));
   tpf::config::set_adapt_to_load(false);
   CHECK(tpf::config::intra_op_threads() == cpus);
+}
+
+// Before the first window of ticks ends, a fresh monitor already counts the
+// busy process from the run queues: a process started next to it does not
+// spend its first ~200 ms at the thread cap.
+TEST_CASE("a new process's first thread count already sees a busy process") {
+  const int cpus = allowed_cpus();
+  if (cpus < 2 || cpus != sysconf(_SC_NPROCESSORS_ONLN)) {
+    MESSAGE("one CPU, or not every CPU allowed: no first reading to check");
+    return;
+  }
+  if (detail::LoadMonitor().threads(cpus) != cpus) {
+    MESSAGE("the machine is not quiet: skipping the live check");
+    return;
+  }
+  const pid_t busy = start_busy_process();
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // running
+  const int threads = detail::LoadMonitor().threads(cpus);
+  stop(busy);
+  CHECK(threads <= cpus - 1);
+  CHECK(threads >= 1);
 }

@@ -17,7 +17,8 @@ int intra_op_threads();
 /**
  * On (default; env TAPEFLOW_ADAPT_TO_LOAD=0 turns it off): kernels run with
  * one thread fewer for each core other processes keep busy (measured from
- * /proc over the last ~200 ms), never fewer than 1. An OpenMP team with more
+ * /proc over the last ~200 ms; at the process's first kernels, from the
+ * tasks the run queues hold), never fewer than 1. An OpenMP team with more
  * threads than free cores waits at every barrier for a thread the OS has
  * parked, and runs slower than one thread alone.
  */

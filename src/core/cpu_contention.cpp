@@ -1,14 +1,19 @@
 #include "core/cpu_contention.hpp"
 
+#include <dirent.h>
 #include <sched.h>
 #include <time.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <thread>
 
 namespace tapeflow::detail {
 
@@ -86,55 +91,105 @@ bool read_self_ticks(uint64_t& ticks) {
   return true;
 }
 
+/** The "procs_running" line of /proc/stat, or -1. */
+int read_procs_running() {
+  FILE* f = std::fopen("/proc/stat", "r");
+  if (!f) return -1;
+  char line[512];
+  int running = -1;
+  while (std::fgets(line, sizeof line, f))
+    if (std::sscanf(line, "procs_running %d", &running) == 1) break;
+  std::fclose(f);
+  return running;
+}
+
+/** This process's threads in state R (running or runnable), or -1. */
+int read_own_running() {
+  DIR* tasks = opendir("/proc/self/task");
+  if (!tasks) return -1;
+  int running = 0;
+  while (const dirent* e = readdir(tasks)) {
+    if (e->d_name[0] == '.') continue;
+    char path[64];
+    std::snprintf(path, sizeof path, "/proc/self/task/%s/stat", e->d_name);
+    FILE* f = std::fopen(path, "r");
+    if (!f) continue;  // the thread ended since readdir
+    char buf[512];
+    const size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+    std::fclose(f);
+    buf[n] = '\0';
+    const char* p = std::strrchr(buf, ')');  // the state follows the name
+    if (p && p[1] == ' ' && p[2] == 'R') ++running;
+  }
+  closedir(tasks);
+  return running;
+}
+
+/**
+ * others_running at three instants 1 ms apart, the least of them; 0 where
+ * procs_running counts CPUs this process may not run on (an affinity mask
+ * or cpuset narrower than the machine) or /proc cannot be read.
+ */
+double instant_others(int cpus) {
+  if (cpus != sysconf(_SC_NPROCESSORS_ONLN)) return 0.0;
+  double least = cpus;
+  for (int i = 0; i < 3; ++i) {
+    if (i > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    const int running = read_procs_running(), own = read_own_running();
+    if (running < 0 || own < 0) return 0.0;
+    least = std::min(least, others_running(running, own, cpus));
+  }
+  return least;
+}
+
 bool adapt_from_env() {
   const char* v = std::getenv("TAPEFLOW_ADAPT_TO_LOAD");
   return !(v && std::strcmp(v, "0") == 0);
 }
 
-struct Monitor {
-  std::mutex mu;  // one sampler at a time; others use the last answer
-  cpu_set_t allowed{};
-  int cpus = 0;
-  bool usable = false;
-  CpuTimes last;
-  int64_t last_ns = 0;
-  std::atomic<double> others{0.0};
-
-  Monitor() {
-    usable = sched_getaffinity(0, sizeof allowed, &allowed) == 0;
-    cpus = usable ? CPU_COUNT(&allowed) : 0;
-    usable = usable && cpus > 0 && sample(last);
-    last_ns = now_ns();
-  }
-
-  bool sample(CpuTimes& t) {
-    return read_cpu_times(allowed, t) && read_self_ticks(t.self);
-  }
-
-  void refresh() {
-    const int64_t now = now_ns();
-    if (now - last_ns < kWindowNs) return;
-    std::unique_lock lock(mu, std::try_to_lock);
-    if (!lock || now - last_ns < kWindowNs) return;
-    CpuTimes t;
-    if (!sample(t)) return;
-    others.store(others_load(last, t, cpus), std::memory_order_relaxed);
-    last = t;
-    last_ns = now;
-  }
-};
-
 }  // namespace
 
 std::atomic<bool> g_adapt_to_load{adapt_from_env()};
 
+double others_running(int procs_running, int own_running, int cpus) {
+  return std::clamp(double(procs_running - own_running), 0.0, double(cpus));
+}
+
+LoadMonitor::LoadMonitor() {
+  usable_ = sched_getaffinity(0, sizeof allowed_, &allowed_) == 0;
+  cpus_ = usable_ ? CPU_COUNT(&allowed_) : 0;
+  usable_ = usable_ && cpus_ > 0 && sample(last_);
+  last_ns_ = now_ns();
+  if (usable_) others_.store(instant_others(cpus_), std::memory_order_relaxed);
+}
+
+bool LoadMonitor::sample(CpuTimes& t) const {
+  return read_cpu_times(allowed_, t) && read_self_ticks(t.self);
+}
+
+void LoadMonitor::refresh() {
+  const int64_t now = now_ns();
+  if (now - last_ns_.load(std::memory_order_relaxed) < kWindowNs) return;
+  std::unique_lock lock(mu_, std::try_to_lock);
+  if (!lock || now - last_ns_.load(std::memory_order_relaxed) < kWindowNs)
+    return;
+  CpuTimes t;
+  if (!sample(t)) return;
+  others_.store(others_load(last_, t, cpus_), std::memory_order_relaxed);
+  last_ = t;
+  last_ns_.store(now, std::memory_order_relaxed);
+}
+
+int LoadMonitor::threads(int cap) {
+  if (!usable_) return cap;
+  refresh();
+  return threads_left(cap, cpus_, others_.load(std::memory_order_relaxed));
+}
+
 int uncontended_threads(int cap) {
   if (cap <= 1 || !g_adapt_to_load.load(std::memory_order_relaxed)) return cap;
-  static Monitor monitor;
-  if (!monitor.usable) return cap;
-  monitor.refresh();
-  return threads_left(cap, monitor.cpus,
-                      monitor.others.load(std::memory_order_relaxed));
+  static LoadMonitor monitor;
+  return monitor.threads(cap);
 }
 
 }  // namespace tapeflow::detail

@@ -4,8 +4,11 @@
 // team with more threads than free cores waits at every barrier for a thread
 // the OS has parked (a 2-thread CNN step ran 4.4x slower than at 1 thread
 // next to one busy process).
+#include <sched.h>
+
 #include <atomic>
 #include <cstdint>
+#include <mutex>
 
 namespace tapeflow::detail {
 
@@ -28,9 +31,42 @@ double others_load(const CpuTimes& before, const CpuTimes& after, int cpus);
 int threads_left(int cap, int cpus, double others);
 
 /**
- * threads_left(cap, ...) for the load measured over the last ~200 ms, read
- * again at most that often by whichever thread asks (no thread of its own);
- * `cap` when /proc cannot be read or adaptation is off
+ * Other processes' runnable tasks at one instant, in CPUs: the kernel's
+ * procs_running (every CPU's run queues, the reading thread included) less
+ * this process's running threads, at most `cpus`. A process's first
+ * thread count comes from it, before the first ~200 ms window ends.
+ */
+double others_running(int procs_running, int own_running, int cpus);
+
+/**
+ * The CPUs other processes keep busy, as this process's threads see them:
+ * at construction from three instants (others_running, the least of them:
+ * a task that only passes through is not a load), then over windows of
+ * ~200 ms of /proc/stat ticks, read again by whichever thread asks once a
+ * window has passed (no thread of its own).
+ */
+class LoadMonitor {
+ public:
+  LoadMonitor();
+  /** threads_left(cap, ...) for the latest reading; `cap` if none. */
+  int threads(int cap);
+
+ private:
+  bool sample(CpuTimes& t) const;
+  void refresh();
+
+  std::mutex mu_;  // one sampler at a time; others use the last answer
+  cpu_set_t allowed_{};
+  int cpus_ = 0;
+  bool usable_ = false;
+  CpuTimes last_;
+  std::atomic<int64_t> last_ns_{0};  // read by every caller, set under mu_
+  std::atomic<double> others_{0.0};
+};
+
+/**
+ * LoadMonitor::threads(cap) of the process's monitor (made by the first
+ * call); `cap` when /proc cannot be read or adaptation is off
  * (config::set_adapt_to_load(false), env TAPEFLOW_ADAPT_TO_LOAD=0).
  */
 int uncontended_threads(int cap);
