@@ -1,8 +1,9 @@
-// Convolutions on the GPU. Each of the three ops builds its pass's geometry
+// Convolutions on the GPU. Each of the four ops builds its pass's geometry
 // from the attributes and the operands' shapes and strides (an NHWC tensor
 // is a channels-first view read where it lies), asks choose_conv_algo
 // (core/conv_plan.hpp) for one of four paths and runs it (conv.cuh). The
 // passes with nothing to sum zero-fill their output, as the CPU's do.
+// ConvRelu rectifies y in place after its forward pass.
 #include <limits>
 #include <string>
 
@@ -14,6 +15,8 @@
 #include "core/creation_internal.hpp"
 #include "core/dtype_dispatch.hpp"
 #include "core/registry.hpp"
+#include "elementwise.cuh"
+#include "functors.cuh"
 #include "grid.cuh"
 #include "tapeflow/memory.hpp"
 
@@ -98,6 +101,25 @@ void conv(const Conv& op, Inputs in, const Outputs& outs) {
     conv_fill_bias(geometry(op.attrs, t), t);
 }
 
+/** y = relu(y) element by element, NaN kept (the Relu kernel's rule). */
+template <class T>
+struct ReluInPlaceBody {
+  T* y;
+  __device__ void operator()(const int64_t* off) const {
+    y[off[0]] = ReluF{}(y[off[0]]);
+  }
+};
+
+void conv_relu(const ConvRelu& op, Inputs in, const Outputs& outs) {
+  conv(Conv{op.attrs}, in, outs);
+  Tensor& y = outs[0];
+  dispatch_floating(y.dtype(), ConvRelu::name, [&](auto tag) {
+    using T = decltype(tag);
+    launch_elementwise<1>(y, {},
+                          ReluInPlaceBody<T>{static_cast<T*>(y.raw_data())});
+  });
+}
+
 void conv_grad_input(const ConvGradInput& op, Inputs in, const Outputs& outs) {
   Tensor& dx = outs[0];
   if (!has_work(in, dx)) return;
@@ -135,6 +157,7 @@ void conv_fill_bias(const ConvGeometry& g, const ConvOperands& t) {
 void register_conv(Registry& r) {
   constexpr auto gpu = DeviceType::cuda;
   r.set<Conv>(gpu, conv, "cuda");
+  r.set<ConvRelu>(gpu, conv_relu, "cuda");
   r.set<ConvGradInput>(gpu, conv_grad_input, "cuda");
   r.set<ConvGradFilter>(gpu, conv_grad_filter, "cuda");
 }

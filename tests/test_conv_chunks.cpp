@@ -2,8 +2,8 @@
 // at a time (cpu/onednn/conv_chunks.cpp): the forward, input gradient and
 // filter gradient (summed over the chunks) equal the float64 direct kernels,
 // in float32 and under bfloat16 products, with chunks of one image and of
-// two with a shorter last one. White-box where it asks which chunks a
-// shape gets.
+// two with a shorter last one, also through conv2d_relu. White-box where it
+// asks which chunks a shape gets.
 #include "cpu/onednn/common.hpp"
 #include "cpu/onednn/conv_chunks.hpp"
 #include "cpu/onednn/precision.hpp"
@@ -92,6 +92,9 @@ TEST_CASE("large activations: the chunks each pass takes") {
   }
 }
 
+/** What a run of a chunk case computes. */
+enum class Out { conv, conv_relu, relu_of_conv };
+
 TEST_CASE("large activations in chunks: forward and gradients as float64") {
   using tpf::config::Float32Precision;
   const char* names[] = {"y", "dx", "dw", "db"};
@@ -101,15 +104,19 @@ TEST_CASE("large activations in chunks: forward and gradients as float64") {
     const tpf::Tensor g = uniform64(out_shape(c));
     const tpf::nn::ConvOptions o{
         .strides = {c.stride, c.stride}, .padding = "SAME", .groups = c.groups};
-    const auto run = [&](const Ts& in, const tpf::Tensor& seed) {
+    const auto run = [&](const Ts& in, const tpf::Tensor& seed, Out what) {
       tpf::GradientTape tape;
       for (const auto& t : in) tape.watch(t);
-      const tpf::Tensor y = tpf::nn::conv2d(in[0], in[1], in[2], o);
+      const tpf::Tensor y =
+          what == Out::conv_relu ? tpf::nn::conv2d_relu(in[0], in[1], in[2], o)
+          : what == Out::relu_of_conv
+              ? tpf::relu(tpf::nn::conv2d(in[0], in[1], in[2], o))
+              : tpf::nn::conv2d(in[0], in[1], in[2], o);
       Ts out = tape.gradient(y, in, {seed});
       out.insert(out.begin(), y);
       return out;
     };
-    const Ts want = run(in64, g);
+    const Ts want = run(in64, g, Out::conv);
     Ts in32;
     for (const auto& t : in64) in32.push_back(t.cast(tpf::float32));
     for (const auto [precision, threads] :
@@ -119,7 +126,13 @@ TEST_CASE("large activations in chunks: forward and gradients as float64") {
       CAPTURE(threads);
       tpf::config::set_float32_matmul_precision(precision);
       tpf::config::set_intra_op_threads(threads);
-      const Ts got = run(in32, g.cast(tpf::float32));
+      const tpf::Tensor g32 = g.cast(tpf::float32);
+      const Ts got = run(in32, g32, Out::conv);
+      // conv2d_relu rectifies each chunk of y as it comes out: exactly what
+      // relu after the same chunks gives (a float64 reference would put
+      // some of relu's kinks elsewhere).
+      const Ts fused = run(in32, g32, Out::conv_relu),
+               apart = run(in32, g32, Out::relu_of_conv);
       tpf::config::set_intra_op_threads(2);
       tpf::config::set_float32_matmul_precision(Float32Precision::highest);
       // bfloat16 keeps 8 bits: judged against each output's scale.
@@ -130,6 +143,7 @@ TEST_CASE("large activations in chunks: forward and gradients as float64") {
         CAPTURE(rtol);
         const double scale = tpf::max(tpf::abs(want[i])).item<double>();
         CHECK_CLOSE(got[i].cast(tpf::float64), want[i], rtol, rtol * scale);
+        CHECK(tpf::max(tpf::abs(fused[i] - apart[i])).item<float>() == 0.0f);
       }
     }
   }

@@ -10,6 +10,7 @@
 #include <limits>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "cpu/conv_direct.hpp"
 #include "cpu/conv_few_channels.hpp"
@@ -72,11 +73,14 @@ std::pair<tpf::Tensor, tpf::Tensor> at_one_and_two_threads(
 }  // namespace
 
 TEST_CASE("few-channel forward equals the direct loops") {
-  bool with_bias = false;
+  int row = 0;
   for (const Geometry& t : geometries()) {
     CAPTURE(t.x);
     CAPTURE(t.w);
-    with_bias = !with_bias;
+    // Every pairing of bias and relu over the rows.
+    const bool with_bias = row % 2 == 0, with_relu = row / 2 % 2 == 1;
+    ++row;
+    CAPTURE(with_relu);
     const tpf::ConvAttrs a = attrs(t.dilations, t.pads);
     const tpf::Shape ws(t.w);
     REQUIRE(
@@ -87,13 +91,14 @@ TEST_CASE("few-channel forward equals the direct loops") {
     auto expected = tpf::empty(ys, tpf::float64);
     tpf::cpu::conv_direct_forward(a, x, w, expected);
     if (with_bias) expected = expected + tpf::reshape(bias, {1, ws[0], 1, 1});
+    if (with_relu) expected = tpf::relu(expected);
     // Each output is summed by one thread in the filter's order: bitwise the
     // same at 1 and 2 threads.
     const auto [one, two] = at_one_and_two_threads([&] {
       auto y = tpf::empty(ys, tpf::float32);
       tpf::cpu::few_channels_conv_forward(
           a, x.cast(tpf::float32), w.cast(tpf::float32),
-          with_bias ? bias.cast(tpf::float32) : tpf::Tensor(), y);
+          with_bias ? bias.cast(tpf::float32) : tpf::Tensor(), y, with_relu);
       return y;
     });
     CHECK_CLOSE(one.cast(tpf::float64), expected, 1e-4, 1e-4);
@@ -113,10 +118,29 @@ TEST_CASE("few-channel forward: an inf reaches only the windows that hold it") {
                    {1, 1, 2, 8});
   const auto w = tpf::full({1, 1, 1, 3}, 1.0, tpf::float32);
   auto y = tpf::empty({1, 1, 2, 6}, tpf::float32);
-  tpf::cpu::few_channels_conv_forward(a, x, w, tpf::Tensor(), y);
+  tpf::cpu::few_channels_conv_forward(a, x, w, tpf::Tensor(), y, false);
   const float inf = std::numeric_limits<float>::infinity();
   CHECK(y.to_vector<float>() ==
         std::vector<float>{3, 3, 3, 3, 3, inf, 3, 3, 3, 3, 3, 3});
+}
+
+TEST_CASE("few-channel forward with relu: negatives to 0, NaN kept") {
+  // Row 0 of x: 1 -1 NaN -4 2 2 2 3; a 1x2 filter of ones sums pairs.
+  const tpf::ConvAttrs a = attrs({1, 1}, {0, 0, 0, 0});
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const auto x = tpf::from_vector(
+      std::vector<float>{1, -1, nan, -4, 2, 2, 2, 3}, {1, 1, 1, 8});
+  const auto w = tpf::full({1, 1, 1, 2}, 1.0, tpf::float32);
+  auto y = tpf::empty({1, 1, 1, 7}, tpf::float32);
+  tpf::cpu::few_channels_conv_forward(a, x, w, tpf::Tensor(), y, true);
+  const std::vector<float> got = y.to_vector<float>();
+  const std::vector<float> want{0, nan, nan, 0, 4, 4, 5};
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    CAPTURE(i);
+    CHECK(std::isnan(got[i]) == std::isnan(want[i]));
+    if (!std::isnan(want[i])) CHECK(got[i] == want[i]);
+  }
 }
 
 TEST_CASE("few-channel filter gradient equals the direct loops") {

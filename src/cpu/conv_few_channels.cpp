@@ -278,6 +278,7 @@ struct ForwardImage {
   const ForwardTaps& taps;
   const float* bias;  // null without a bias
   float* y;           // the image's output, O planes of oh x ow
+  bool relu;          // y = relu(sum), NaN kept
 };
 
 /**
@@ -338,6 +339,8 @@ struct ForwardBlock {
     float* y = im.y + oc * plane + pos;
     for (int o = 0; o < OCB; ++o)
       for (int p = 0; p < PB; ++p) {
+        if (im.relu)
+          a[o][p] = xsimd::select(a[o][p] <= B(0.0f), B(0.0f), a[o][p]);
         if constexpr (Whole) {
           a[o][p].store_unaligned(y + o * plane + p * L);
         } else {
@@ -397,7 +400,8 @@ bool few_channels_conv_forward_applies(const ConvAttrs& a, const Shape& x,
 }
 
 void few_channels_conv_forward(const ConvAttrs& a, const Tensor& x,
-                               const Tensor& w, const Tensor& bias, Tensor& y) {
+                               const Tensor& w, const Tensor& bias, Tensor& y,
+                               bool relu) {
   Geometry g(a, x.shape(), w.shape());
   g.row = g.ow;
   const float* xs = x.data<float>();
@@ -416,7 +420,8 @@ void few_channels_conv_forward(const ConvAttrs& a, const Tensor& x,
         for (int64_t u = begin; u < end; ++u) {
           const int64_t n = u / groups, first = u % groups * kForwardGroup;
           if (n != staged) in.stage(xs + n * g.c * g.ih * g.iw), staged = n;
-          const ForwardImage image{g, in, taps, bs, ys + n * g.o * g.oh * g.ow};
+          const ForwardImage image{
+              g, in, taps, bs, ys + n * g.o * g.oh * g.ow, relu};
           with_tap_count(g.taps(), [&]<int kTaps>() {
             in_blocks<kForwardChannels>(std::min(kForwardGroup, g.o - first),
                                         ForwardChannels<kTaps>{image, first});

@@ -22,13 +22,14 @@ bool few_channels_conv_forward_applies(const ConvAttrs& a, const Shape& x,
                                        const Shape& filter);
 
 /**
- * y = conv(x, w) [+ bias] written straight into y's NCHW planes; contiguous
- * operands, `bias` (O,) or undefined. Each output element is summed by one
- * thread in the filter's order: the result does not depend on the thread
- * count.
+ * y = conv(x, w) [+ bias] written straight into y's NCHW planes, through
+ * relu (NaN kept) when `relu`; contiguous operands, `bias` (O,) or
+ * undefined. Each output element is summed by one thread in the filter's
+ * order: the result does not depend on the thread count.
  */
 void few_channels_conv_forward(const ConvAttrs& a, const Tensor& x,
-                               const Tensor& w, const Tensor& bias, Tensor& y);
+                               const Tensor& w, const Tensor& bias, Tensor& y,
+                               bool relu);
 
 /**
  * dw of conv(x, w) given dy; contiguous operands. Each output channel is

@@ -1,15 +1,24 @@
-// Convolution layers over nn::conv1d/2d/3d and their transposed, depthwise
-// and separable forms. Kernels are kept in the layout the function takes for
-// the layer's data_format: (O, I, k...) channels-first, (k..., I, O) last.
+// Convolution layers over nn::conv1d/2d/3d (conv1d/2d/3d_relu for activation
+// relu) and their transposed, depthwise and separable forms. Kernels are kept
+// in the layout the function takes for the layer's data_format: (O, I, k...)
+// channels-first, (k..., I, O) last.
 #include "core/op_error.hpp"
 #include "tapeflow/nn/activations.hpp"
 #include "tapeflow/nn/layers/conv.hpp"
+#include "tapeflow/ops/math.hpp"
 
 namespace tapeflow::nn {
 namespace {
 
 bool channels_last(const std::string& data_format) {
   return data_format.size() > 2 && data_format.back() == 'C';
+}
+
+/** Whether `f` is relu itself (nn::relu or tapeflow::relu, not a wrapper). */
+bool is_relu(const Activation& f) {
+  using Fn = Tensor (*)(const Tensor&);
+  const Fn* fn = f.target<Fn>();
+  return fn && (*fn == &nn::relu || *fn == &tapeflow::relu);
 }
 
 int64_t product(const std::vector<int64_t>& v) {
@@ -108,8 +117,13 @@ Tensor finish(const Tensor& y, const Variable& bias,
 
 Tensor ConvND::forward(const Tensor& x) {
   const ConvOptions o = conv_options();
-  // The bias goes into the convolution itself: one pass over y fewer.
+  // The bias goes into the convolution itself, and so does relu: a pass
+  // over y fewer each.
   const Tensor& b = bias_;
+  if (is_relu(options_.activation))
+    return spatial_ == 1   ? conv1d_relu(x, kernel_, b, o)
+           : spatial_ == 2 ? conv2d_relu(x, kernel_, b, o)
+                           : conv3d_relu(x, kernel_, b, o);
   const Tensor y = spatial_ == 1   ? conv1d(x, kernel_, b, o)
                    : spatial_ == 2 ? conv2d(x, kernel_, b, o)
                                    : conv3d(x, kernel_, b, o);

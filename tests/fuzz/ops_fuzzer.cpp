@@ -318,6 +318,10 @@ const std::vector<Step>& steps() {
         return nn::conv2d(s.pick(p), s.pick(p), conv_options(p));
       },
       [](Program& p, Pool& s) {
+        return nn::conv2d_relu(s.pick(p), s.pick(p), s.pick(p),
+                               conv_options(p));
+      },
+      [](Program& p, Pool& s) {
         return nn::conv2d_transpose(s.pick(p), s.pick(p), Shape(p.extents()),
                                     conv_options(p));
       },

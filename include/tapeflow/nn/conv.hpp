@@ -62,6 +62,18 @@ Tensor conv2d(const Tensor& x, const Tensor& filter, const Tensor& bias,
               const ConvOptions& options = {});
 Tensor conv3d(const Tensor& x, const Tensor& filter, const Tensor& bias,
               const ConvOptions& options = {});
+/**
+ * relu(conv1d/2d/3d(x, filter, bias)) in one op: the rectifier is applied
+ * where the convolution writes y (NaN stays NaN, as relu), not by a second
+ * op over y into a second tensor; the Conv1D/2D/3D layers with activation
+ * nn::relu call it. An undefined bias means none.
+ */
+Tensor conv1d_relu(const Tensor& x, const Tensor& filter, const Tensor& bias,
+                   const ConvOptions& options = {});
+Tensor conv2d_relu(const Tensor& x, const Tensor& filter, const Tensor& bias,
+                   const ConvOptions& options = {});
+Tensor conv3d_relu(const Tensor& x, const Tensor& filter, const Tensor& bias,
+                   const ConvOptions& options = {});
 
 /**
  * Options of convolution(), in TensorFlow 1's argument order. The

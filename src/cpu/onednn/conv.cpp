@@ -1,4 +1,5 @@
-// Convolutions: float32 through oneDNN's forward (with the optional bias),
+// Convolutions: float32 through oneDNN's forward (with the optional bias, and
+// for ConvRelu the rectifier over y while it is in cache),
 // backward-data and backward-weights primitives on plain layouts
 // (conv_primitive.cpp; a batch whose activations outgrow the cache in chunks
 // of images, conv_chunks.cpp), float64 through the direct loops of
@@ -18,6 +19,7 @@
 #include "cpu/onednn/conv_chunks.hpp"
 #include "cpu/onednn/converted_operand.hpp"
 #include "cpu/onednn/precision.hpp"
+#include "cpu/relu_in_place.hpp"
 #include "ops/nn/conv_ops.hpp"
 
 namespace tapeflow::cpu {
@@ -112,11 +114,12 @@ void run_whole(ConvPrimitive& p, ConvPass pass, const Tensor& x,
 
 /**
  * Runs one pass on contiguous float32 x, filter and y (one is the output);
- * `bias` (forward only) is contiguous float32 or undefined.
+ * `bias` (forward only) is contiguous float32 or undefined, and `relu`
+ * (forward only) rectifies y as it comes out.
  */
 void run_f32(ConvPass pass, const ConvAttrs& a, const Tensor& x,
              const Tensor& w, const Tensor& y, const Tensor& bias, bool bf16,
-             const Handoff& handoff) {
+             const Handoff& handoff, bool relu = false) {
   const int threads = onednn::call_threads();
   dnnl::stream& stream = onednn::stream();
   // Before any primitive is made: each takes its thread count from OpenMP
@@ -131,11 +134,14 @@ void run_f32(ConvPass pass, const ConvAttrs& a, const Tensor& x,
   // gradient left (whole-batch tensors in a whole-batch layout, which no
   // chunk takes): then it runs whole. Passes in chunks leave none.
   const bool takes = !handoff.take_x.empty() || !handoff.take_dy.empty();
-  if (whole.images_per_chunk < x.shape()[0] && !takes)
+  if (whole.images_per_chunk < x.shape()[0] && !takes) {
     onednn::run_chunked(pass, a, x, w, y, bias, bf16, threads,
-                        whole.images_per_chunk);
-  else
-    run_whole(whole, pass, x, w, y, bias, handoff, stream);
+                        whole.images_per_chunk, relu);
+    return;
+  }
+  run_whole(whole, pass, x, w, y, bias, handoff, stream);
+  // Not oneDNN's relu post-op: that one turns NaN into 0.
+  if (relu) relu_in_place(y);
 }
 
 /** False (after zero-filling `out`) when there is nothing to sum. */
@@ -173,27 +179,38 @@ std::shared_ptr<ConvertedOperands> payload_for(const Outputs& out, bool bf16) {
                              : nullptr;
 }
 
-void conv(const Conv& op, Inputs in, const Outputs& outs) {
+/** Conv, and ConvRelu with `relu`: y rectified where each path writes it. */
+void forward(const ConvAttrs& attrs, Inputs in, const Outputs& outs,
+             bool relu) {
   Tensor& out = outs[0];
   const Tensor bias = in.size() == 3 ? materialize(in[2]) : Tensor();
   if (!has_work(in, out)) {
     if (bias.defined() && out.numel() != 0) add_bias(bias, out);
+    if (relu) relu_in_place(out);
     return;
   }
   const Tensor x = materialize(in[0]), w = materialize(in[1]);
   const bool bf16 = multiply_in_bf16();
   if (out.dtype() == float32 && !bf16 &&
-      few_channels_conv_forward_applies(op.attrs, x.shape(), w.shape())) {
-    few_channels_conv_forward(op.attrs, x, w, bias, out);
+      few_channels_conv_forward_applies(attrs, x.shape(), w.shape())) {
+    few_channels_conv_forward(attrs, x, w, bias, out, relu);
   } else if (out.dtype() == float32) {
     auto left = payload_for(outs, bf16);
-    run_f32(ConvPass::forward, op.attrs, x, w, out, bias, bf16,
-            {.leave = left.get()});
+    run_f32(ConvPass::forward, attrs, x, w, out, bias, bf16,
+            {.leave = left.get()}, relu);
     outs.leave(std::move(left));
   } else {
-    conv_direct_forward(op.attrs, x, w, out);
+    conv_direct_forward(attrs, x, w, out);
     if (bias.defined()) add_bias(bias, out);
+    if (relu) relu_in_place(out);
   }
+}
+
+void conv(const Conv& op, Inputs in, const Outputs& outs) {
+  forward(op.attrs, in, outs, false);
+}
+void conv_relu(const ConvRelu& op, Inputs in, const Outputs& outs) {
+  forward(op.attrs, in, outs, true);
 }
 
 void conv_grad_input(const ConvGradInput& op, Inputs in, const Outputs& outs) {
@@ -233,6 +250,7 @@ void conv_grad_filter(const ConvGradFilter& op, Inputs in,
 
 void register_conv(Registry& r) {
   r.set<Conv>(DeviceType::cpu, conv, "onednn");
+  r.set<ConvRelu>(DeviceType::cpu, conv_relu, "onednn");
   r.set<ConvGradInput>(DeviceType::cpu, conv_grad_input, "onednn");
   r.set<ConvGradFilter>(DeviceType::cpu, conv_grad_filter, "onednn");
 }

@@ -9,6 +9,7 @@
 
 #include "core/creation_internal.hpp"
 #include "cpu/onednn/common.hpp"
+#include "cpu/relu_in_place.hpp"
 
 namespace tapeflow::cpu::onednn {
 namespace {
@@ -144,7 +145,7 @@ class FilterGradientSum {
 Tensor run_chunks(ConvPass pass, const ConvAttrs& a, const Tensor& x,
                   const Tensor& w, const Tensor& y, const Tensor& bias,
                   bool bf16, int64_t images_per_chunk, int64_t begin,
-                  int64_t end) {
+                  int64_t end, bool relu) {
   // In an OpenMP region oneDNN runs a primitive on one thread whatever it
   // was made for, so it must be made for one: a filter gradient made for 2
   // waits at its reduction barrier for a thread that never comes.
@@ -170,6 +171,11 @@ Tensor run_chunks(ConvPass pass, const ConvAttrs& a, const Tensor& x,
     bind_filter(p.weights, w, w_buffer, w_layout, stream);
     run_primitive(p, pass, bias, stream);
     reorder_output(p, pass, stream);
+    if (relu) {
+      stream.wait();
+      relu_in_place(static_cast<float*>(image_data(y, n0)),
+                    images * (y.numel() / y.shape()[0]));
+    }
   }
   stream.wait();
   return pass == ConvPass::grad_filter ? sum.total() : Tensor();
@@ -191,7 +197,7 @@ int64_t images_per_chunk(const ConvPrimitive& whole, int64_t n, int threads) {
 
 void run_chunked(ConvPass pass, const ConvAttrs& a, const Tensor& x,
                  const Tensor& w, const Tensor& y, const Tensor& bias,
-                 bool bf16, int threads, int64_t images_per_chunk) {
+                 bool bf16, int threads, int64_t images_per_chunk, bool relu) {
   const int64_t n = x.shape()[0];
   const int shares = static_cast<int>(std::min<int64_t>(threads, n));
   std::vector<Tensor> sums(shares);
@@ -202,7 +208,7 @@ void run_chunked(ConvPass pass, const ConvAttrs& a, const Tensor& x,
     for (int t = first; t < shares; t += step) {
       try {
         sums[t] = run_chunks(pass, a, x, w, y, bias, bf16, images_per_chunk,
-                             n * t / shares, n * (t + 1) / shares);
+                             n * t / shares, n * (t + 1) / shares, relu);
       } catch (...) {
         errors[t] = std::current_exception();
       }

@@ -24,10 +24,11 @@ int64_t images_per_chunk(const ConvPrimitive& whole, int64_t n, int threads);
  * threads. Each thread runs its own images (a chunk's reorders and
  * primitive in one core's cache: shared between cores, its lines crossed
  * between the two vCPUs of a VM at up to 4x the cost). The filter gradient
- * sums its chunks. Nothing is left for a later pass.
+ * sums its chunks; a forward with `relu` rectifies each chunk of y as it
+ * comes out. Nothing is left for a later pass.
  */
 void run_chunked(ConvPass pass, const ConvAttrs& a, const Tensor& x,
                  const Tensor& w, const Tensor& y, const Tensor& bias,
-                 bool bf16, int threads, int64_t images_per_chunk);
+                 bool bf16, int threads, int64_t images_per_chunk, bool relu);
 
 }  // namespace tapeflow::cpu::onednn

@@ -1,7 +1,8 @@
 // Convolutions: conv1d/2d/3d, conv2d/3d_transpose, depthwise_conv2d,
 // separable_conv2d. Every public function validates its arguments, turns
 // channels-last layouts into channels-first views (transposes are free) and
-// applies Conv or ConvGradInput; the gradient rules of the three ops follow.
+// applies Conv, ConvRelu or ConvGradInput; the gradient rules of the four ops
+// follow.
 #include "tapeflow/nn/conv.hpp"
 
 #include <algorithm>
@@ -38,29 +39,44 @@ TensorSpec Conv::infer(Inputs in) const {
 // over everything but the channels.
 // The filter gradient, computed last, takes x as the forward converted it
 // and dy as the input gradient converted it.
-Grads Conv::vjp(const VjpArgs& a) const {
+namespace {
+
+/** Conv's gradients for the gradient `dy` of its output. */
+Grads conv_grads(const ConvAttrs& attrs, const VjpArgs& a, const Tensor& dy) {
   Grads g(a.input_specs.size());
   PayloadPtr dy_converted;
   if (a.needs(0)) {
     const ConvGradInput grad_input{attrs, a.input_shape(0)};
     if (a.needs(1)) {
-      auto kept = apply_keeping(grad_input, {a.grad, a.x(1)});
+      auto kept = apply_keeping(grad_input, {dy, a.x(1)});
       g[0] = kept.out;
       dy_converted = std::move(kept.payload);
     } else {
-      g[0] = apply(grad_input, {a.grad, a.x(1)});
+      g[0] = apply(grad_input, {dy, a.x(1)});
     }
   }
   if (a.needs(1))
     g[1] = apply(ConvGradFilter{attrs, a.input_shape(1), a.payload,
                                 std::move(dy_converted)},
-                 {a.x(0), a.grad});
+                 {a.x(0), dy});
   if (g.size() == 3 && a.needs(2)) {
     std::vector<int64_t> axes{0};
-    for (int64_t i = 2; i < a.grad.rank(); ++i) axes.push_back(i);
-    g[2] = sum(a.grad, axes);
+    for (int64_t i = 2; i < dy.rank(); ++i) axes.push_back(i);
+    g[2] = sum(dy, axes);
   }
   return g;
+}
+
+}  // namespace
+
+Grads Conv::vjp(const VjpArgs& a) const {
+  return conv_grads(attrs, a, a.grad);
+}
+
+// relu's rule on y (the gradient where relu kept y, NaN included), then
+// conv's.
+Grads ConvRelu::vjp(const VjpArgs& a) const {
+  return conv_grads(attrs, a, apply(ReluGrad{}, {a.output(), a.grad}));
 }
 
 // z = grad_input(g, w), cotangent v (x's shape):
@@ -179,12 +195,20 @@ ConvAttrs resolve(const char* op, const Shape& x, const Shape& w,
   return a;
 }
 
+/** Whether a convolution's output goes through relu in the same op. */
+enum class Rectified : bool { no, yes };
+
 /** Channels-first x and filter (and bias, if defined), already checked. */
 Tensor run_conv(const char* op, const Tensor& x, const Tensor& w,
                 const ConvOptions& o, int64_t groups,
-                const Tensor& bias = Tensor()) {
+                const Tensor& bias = Tensor(),
+                Rectified rectified = Rectified::no) {
   const ConvAttrs attrs = resolve(op, x.shape(), w.shape(), o, groups);
-  const Conv conv{attrs};
+  // Qualified: std::apply would take an initializer_list by ADL.
+  const auto conv = [&](std::initializer_list<Tensor> in) {
+    return rectified == Rectified::yes ? tapeflow::apply(ConvRelu{attrs}, in)
+                                       : tapeflow::apply(Conv{attrs}, in);
+  };
   auto [xp, wp] = promote_pair(x, w, op);
   if (bias.defined()) {
     if (bias.rank() != 1 || bias.shape()[0] != w.shape()[0])
@@ -193,23 +217,25 @@ Tensor run_conv(const char* op, const Tensor& x, const Tensor& w,
     check_float(op, bias, "bias");
   }
   return composite(op, [&] {
-    if (!bias.defined()) return apply(conv, {xp, wp});
+    if (!bias.defined()) return conv({xp, wp});
     const Tensor b = bias.dtype() == xp.dtype() ? bias : cast(bias, xp.dtype());
-    return apply(conv, {xp, wp, b});
+    return conv({xp, wp, b});
   });
 }
 
 Tensor conv_nd(const char* op, int64_t nsp, const Tensor& x,
                const Tensor& filter, const ConvOptions& o,
-               const Tensor& bias = Tensor()) {
+               const Tensor& bias = Tensor(),
+               Rectified rectified = Rectified::no) {
   check_rank(op, x, nsp + 2, "x");
   check_rank(op, filter, nsp + 2, "filter");
   check_float(op, x, "x");
   check_float(op, filter, "filter");
   const bool last = channels_last(op, nsp, o.data_format);
-  if (!last) return run_conv(op, x, filter, o, o.groups, bias);
+  if (!last) return run_conv(op, x, filter, o, o.groups, bias, rectified);
   return to_channels_last(run_conv(op, to_channels_first(x),
-                                   filter_to_oi(filter), o, o.groups, bias));
+                                   filter_to_oi(filter), o, o.groups, bias,
+                                   rectified));
 }
 
 Tensor conv_transpose_nd(const char* op, int64_t nsp, const Tensor& x,
@@ -279,6 +305,18 @@ Tensor conv2d(const Tensor& x, const Tensor& filter, const Tensor& bias,
 Tensor conv3d(const Tensor& x, const Tensor& filter, const Tensor& bias,
               const ConvOptions& o) {
   return conv_nd("conv3d", 3, x, filter, o, bias);
+}
+Tensor conv1d_relu(const Tensor& x, const Tensor& filter, const Tensor& bias,
+                   const ConvOptions& o) {
+  return conv_nd("conv1d_relu", 1, x, filter, o, bias, Rectified::yes);
+}
+Tensor conv2d_relu(const Tensor& x, const Tensor& filter, const Tensor& bias,
+                   const ConvOptions& o) {
+  return conv_nd("conv2d_relu", 2, x, filter, o, bias, Rectified::yes);
+}
+Tensor conv3d_relu(const Tensor& x, const Tensor& filter, const Tensor& bias,
+                   const ConvOptions& o) {
+  return conv_nd("conv3d_relu", 3, x, filter, o, bias, Rectified::yes);
 }
 
 Tensor conv2d_transpose(const Tensor& x, const Tensor& filter,

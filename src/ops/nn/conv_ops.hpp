@@ -31,6 +31,20 @@ struct Conv {
 };
 
 /**
+ * y = relu(conv(x, filter) [+ bias]): Conv with the rectifier applied where
+ * the kernel writes y, instead of a second op that sweeps y into a second
+ * tensor (nn::conv2d_relu, and the conv layers with activation relu).
+ * Inputs and payload as Conv's; keeps y too, for relu's rule before Conv's.
+ */
+struct ConvRelu {
+  static constexpr const char* name = "conv_relu";
+  static constexpr int save = kSaveInputs | kSaveOutput;
+  ConvAttrs attrs;
+  TensorSpec infer(Inputs in) const { return Conv{attrs}.infer(in); }
+  Grads vjp(const VjpArgs& a) const;
+};
+
+/**
  * dx of Conv: linear in both inputs. Inputs: dy, filter. The kernel may
  * leave dy as it converted it, for the filter gradient of the same step.
  */
