@@ -3,7 +3,8 @@
 // is a channels-first view read where it lies), asks choose_conv_algo
 // (core/conv_plan.hpp) for one of four paths and runs it (conv.cuh). The
 // passes with nothing to sum zero-fill their output, as the CPU's do.
-// ConvRelu rectifies y in place after its forward pass.
+// ConvRelu rectifies y in place after its forward pass (one vectorized sweep:
+// the four paths write y in different orders and layouts).
 #include <limits>
 #include <string>
 
@@ -101,12 +102,25 @@ void conv(const Conv& op, Inputs in, const Outputs& outs) {
     conv_fill_bias(geometry(op.attrs, t), t);
 }
 
-/** y = relu(y) element by element, NaN kept (the Relu kernel's rule). */
+/**
+ * y = relu(y), NaN kept (the Relu kernel's rule): one 128-bit load and
+ * store per vector where y is aligned, else element by element.
+ */
 template <class T>
 struct ReluInPlaceBody {
+  static constexpr int kWidth = vector_width(sizeof(T));
   T* y;
   __device__ void operator()(const int64_t* off) const {
     y[off[0]] = ReluF{}(y[off[0]]);
+  }
+  __device__ void vector(const int64_t* off, uint32_t) const {
+    Pack<T, kWidth> v = load_pack<kWidth>(y, off[0], false);
+#pragma unroll
+    for (int j = 0; j < kWidth; ++j) v.v[j] = ReluF{}(v.v[j]);
+    store_pack<kWidth>(y, off[0], v);
+  }
+  std::array<OperandAddress, 1> addresses() const {
+    return {{{y, sizeof(T)}}};
   }
 };
 

@@ -8,6 +8,7 @@
 #include "cpu/onednn/conv_chunks.hpp"
 #include "cpu/onednn/precision.hpp"
 #include "support/check.hpp"
+#include "support/fixed_threads.hpp"
 
 using testing::uniform64;
 using Ts = std::vector<tpf::Tensor>;
@@ -125,7 +126,8 @@ TEST_CASE("large activations in chunks: forward and gradients as float64") {
           {Float32Precision::medium, 2}}) {
       CAPTURE(threads);
       tpf::config::set_float32_matmul_precision(precision);
-      tpf::config::set_intra_op_threads(threads);
+      // The same threads for the three runs: the same chunks, summed alike.
+      const testing::FixedThreads fixed(threads);
       const tpf::Tensor g32 = g.cast(tpf::float32);
       const Ts got = run(in32, g32, Out::conv);
       // conv2d_relu rectifies each chunk of y as it comes out: exactly what
@@ -133,7 +135,6 @@ TEST_CASE("large activations in chunks: forward and gradients as float64") {
       // some of relu's kinks elsewhere).
       const Ts fused = run(in32, g32, Out::conv_relu),
                apart = run(in32, g32, Out::relu_of_conv);
-      tpf::config::set_intra_op_threads(2);
       tpf::config::set_float32_matmul_precision(Float32Precision::highest);
       // bfloat16 keeps 8 bits: judged against each output's scale.
       const double rtol =

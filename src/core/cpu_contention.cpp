@@ -3,16 +3,17 @@
 #include <dirent.h>
 #include <sched.h>
 #include <time.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 namespace tapeflow::detail {
@@ -44,22 +45,30 @@ int64_t now_ns() {
   return int64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
-/** Sums the "cpuN" lines of /proc/stat for the CPUs in `allowed`. */
-bool read_cpu_times(const cpu_set_t& allowed, CpuTimes& t) {
+/**
+ * Sums the "cpuN" lines of /proc/stat for the CPUs in `allowed`; `machine`
+ * counts every cpuN line.
+ */
+bool read_cpu_times(const cpu_set_t& allowed, CpuTimes& t, int& machine) {
   FILE* f = std::fopen("/proc/stat", "r");
   if (!f) return false;
   char line[512];
   t.busy = t.total = 0;
+  machine = 0;
   bool any = false;
   while (std::fgets(line, sizeof line, f)) {
     if (std::strncmp(line, "cpu", 3) != 0) break;  // the cpu lines come first
+    // Not the "cpu" line of all CPUs together, whose first count %d would
+    // read as a CPU number.
+    if (!std::isdigit(static_cast<unsigned char>(line[3]))) continue;
     int cpu = -1;
     unsigned long long v[8] = {};
     if (std::sscanf(line, "cpu%d %llu %llu %llu %llu %llu %llu %llu %llu", &cpu,
                     &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6],
-                    &v[7]) != 9 ||
-        cpu < 0 || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &allowed))
+                    &v[7]) != 9)
       continue;
+    ++machine;
+    if (cpu < 0 || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &allowed)) continue;
     // user nice system idle iowait irq softirq steal: a hypervisor's steal
     // takes the CPU from us as another process would.
     const uint64_t idle = v[3] + v[4];
@@ -91,14 +100,16 @@ bool read_self_ticks(uint64_t& ticks) {
   return true;
 }
 
-/** The "procs_running" line of /proc/stat, or -1. */
+/**
+ * The machine's runnable tasks (the kernel's nr_running, procs_running in
+ * /proc/stat), from /proc/loadavg's "R/T" field: /proc/stat's interrupt
+ * lines take milliseconds to build on large machines. -1 if unreadable.
+ */
 int read_procs_running() {
-  FILE* f = std::fopen("/proc/stat", "r");
+  FILE* f = std::fopen("/proc/loadavg", "r");
   if (!f) return -1;
-  char line[512];
   int running = -1;
-  while (std::fgets(line, sizeof line, f))
-    if (std::sscanf(line, "procs_running %d", &running) == 1) break;
+  if (std::fscanf(f, "%*f %*f %*f %d/", &running) != 1) running = -1;
   std::fclose(f);
   return running;
 }
@@ -126,17 +137,15 @@ int read_own_running() {
 }
 
 /**
- * others_running at three instants 1 ms apart, the least of them; 0 where
- * procs_running counts CPUs this process may not run on (an affinity mask
- * or cpuset narrower than the machine) or /proc cannot be read.
+ * others_running at three instants 1 ms apart, the least of them; none
+ * where /proc cannot be read.
  */
-double instant_others(int cpus) {
-  if (cpus != sysconf(_SC_NPROCESSORS_ONLN)) return 0.0;
+std::optional<double> instant_others(int cpus) {
   double least = cpus;
   for (int i = 0; i < 3; ++i) {
     if (i > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     const int running = read_procs_running(), own = read_own_running();
-    if (running < 0 || own < 0) return 0.0;
+    if (running < 0 || own < 0) return std::nullopt;
     least = std::min(least, others_running(running, own, cpus));
   }
   return least;
@@ -158,13 +167,19 @@ double others_running(int procs_running, int own_running, int cpus) {
 LoadMonitor::LoadMonitor() {
   usable_ = sched_getaffinity(0, sizeof allowed_, &allowed_) == 0;
   cpus_ = usable_ ? CPU_COUNT(&allowed_) : 0;
-  usable_ = usable_ && cpus_ > 0 && sample(last_);
+  int machine = 0;
+  usable_ = usable_ && cpus_ > 0 && sample(last_, machine);
   last_ns_ = now_ns();
-  if (usable_) others_.store(instant_others(cpus_), std::memory_order_relaxed);
+  // The run queues count every CPU's tasks: only where all are ours.
+  if (!usable_ || machine != cpus_) return;
+  if (const std::optional<double> others = instant_others(cpus_)) {
+    others_.store(*others, std::memory_order_relaxed);
+    read_at_start_ = true;
+  }
 }
 
-bool LoadMonitor::sample(CpuTimes& t) const {
-  return read_cpu_times(allowed_, t) && read_self_ticks(t.self);
+bool LoadMonitor::sample(CpuTimes& t, int& machine) const {
+  return read_cpu_times(allowed_, t, machine) && read_self_ticks(t.self);
 }
 
 void LoadMonitor::refresh() {
@@ -174,7 +189,8 @@ void LoadMonitor::refresh() {
   if (!lock || now - last_ns_.load(std::memory_order_relaxed) < kWindowNs)
     return;
   CpuTimes t;
-  if (!sample(t)) return;
+  int machine = 0;
+  if (!sample(t, machine)) return;
   others_.store(others_load(last_, t, cpus_), std::memory_order_relaxed);
   last_ = t;
   last_ns_.store(now, std::memory_order_relaxed);

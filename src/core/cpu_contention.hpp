@@ -41,24 +41,29 @@ double others_running(int procs_running, int own_running, int cpus);
 /**
  * The CPUs other processes keep busy, as this process's threads see them:
  * at construction from three instants (others_running, the least of them:
- * a task that only passes through is not a load), then over windows of
- * ~200 ms of /proc/stat ticks, read again by whichever thread asks once a
- * window has passed (no thread of its own).
+ * a task that only passes through is not a load) where this process may run
+ * on every CPU of the machine, then over windows of ~200 ms of /proc/stat
+ * ticks, read again by whichever thread asks once a window has passed (no
+ * thread of its own). Tasks a CFS quota throttles leave the run queues, and
+ * so go uncounted until the first window.
  */
 class LoadMonitor {
  public:
   LoadMonitor();
   /** threads_left(cap, ...) for the latest reading; `cap` if none. */
   int threads(int cap);
+  /** Whether the run queues gave a reading at construction. */
+  bool read_at_start() const { return read_at_start_; }
 
  private:
-  bool sample(CpuTimes& t) const;
+  bool sample(CpuTimes& t, int& machine) const;
   void refresh();
 
   std::mutex mu_;  // one sampler at a time; others use the last answer
   cpu_set_t allowed_{};
   int cpus_ = 0;
   bool usable_ = false;
+  bool read_at_start_ = false;
   CpuTimes last_;
   std::atomic<int64_t> last_ns_{0};  // read by every caller, set under mu_
   std::atomic<double> others_{0.0};

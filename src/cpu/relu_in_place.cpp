@@ -1,5 +1,6 @@
 #include "cpu/relu_in_place.hpp"
 
+#include "core/dtype_dispatch.hpp"
 #include "cpu/functors.hpp"
 #include "cpu/parallel.hpp"
 
@@ -18,27 +19,20 @@ void rectify(T* p, int64_t n) {
   for (; i < n; ++i) p[i] = pick(p[i] <= T(0), T(0), p[i]);
 }
 
-template <class T>
-void rectify_parallel(T* p, int64_t n) {
-  parallel_for(n, kParallelGrain, [p](int64_t begin, int64_t end) {
-    rectify(p + begin, end - begin);
-  });
-}
-
 }  // namespace
 
 void relu_in_place(float* p, int64_t n) {
   rectify(p, n);
 }
-void relu_in_place(double* p, int64_t n) {
-  rectify(p, n);
-}
 
 void relu_in_place(const Tensor& t) {
-  if (t.dtype() == float32)
-    rectify_parallel(static_cast<float*>(t.raw_data()), t.numel());
-  else
-    rectify_parallel(static_cast<double*>(t.raw_data()), t.numel());
+  dispatch_floating(t.dtype(), "conv_relu", [&](auto tag) {
+    using T = decltype(tag);
+    T* p = t.data<T>();
+    parallel_for(t.numel(), kParallelGrain, [p](int64_t begin, int64_t end) {
+      rectify(p + begin, end - begin);
+    });
+  });
 }
 
 }  // namespace tapeflow::cpu

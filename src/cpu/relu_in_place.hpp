@@ -10,7 +10,6 @@ namespace tapeflow::cpu {
 
 /** p[i] = p[i] <= 0 ? 0 : p[i] for i < n (NaN stays NaN), on this thread. */
 void relu_in_place(float* p, int64_t n);
-void relu_in_place(double* p, int64_t n);
 
 /** The same over contiguous float32 or float64 `t`, on the intra-op threads. */
 void relu_in_place(const Tensor& t);

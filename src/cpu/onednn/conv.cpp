@@ -180,8 +180,8 @@ std::shared_ptr<ConvertedOperands> payload_for(const Outputs& out, bool bf16) {
 }
 
 /** Conv, and ConvRelu with `relu`: y rectified where each path writes it. */
-void forward(const ConvAttrs& attrs, Inputs in, const Outputs& outs,
-             bool relu) {
+void conv_forward(const ConvAttrs& attrs, Inputs in, const Outputs& outs,
+                  bool relu) {
   Tensor& out = outs[0];
   const Tensor bias = in.size() == 3 ? materialize(in[2]) : Tensor();
   if (!has_work(in, out)) {
@@ -207,10 +207,10 @@ void forward(const ConvAttrs& attrs, Inputs in, const Outputs& outs,
 }
 
 void conv(const Conv& op, Inputs in, const Outputs& outs) {
-  forward(op.attrs, in, outs, false);
+  conv_forward(op.attrs, in, outs, false);
 }
 void conv_relu(const ConvRelu& op, Inputs in, const Outputs& outs) {
-  forward(op.attrs, in, outs, true);
+  conv_forward(op.attrs, in, outs, true);
 }
 
 void conv_grad_input(const ConvGradInput& op, Inputs in, const Outputs& outs) {
