@@ -2,7 +2,7 @@
 // two /proc samples, from the run queues at one instant, and the thread count
 // from it (hand-computed), then live: a busy child process takes a CPU and the
 // count drops, and comes back when the child is gone; a monitor made next to
-// a busy process counts it from the start.
+// a busy process counts it from the start; a forked child measures its own.
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -74,6 +74,13 @@ int allowed_cpus() {
   return CPU_COUNT(&allowed);
 }
 
+/** Keeps this thread busy for `d`. */
+void spin_for(std::chrono::milliseconds d) {
+  const auto end = std::chrono::steady_clock::now() + d;
+  volatile uint64_t spin = 0;
+  while (std::chrono::steady_clock::now() < end) spin = spin + 1;
+}
+
 /** Polls intra_op_threads() for up to 5 s until it equals `want`. */
 bool reaches(int want) {
   for (int i = 0; i < 100; ++i) {
@@ -132,4 +139,38 @@ TEST_CASE("a new process's first thread count already sees a busy process") {
   stop(busy);
   REQUIRE(next_to_busy.read_at_start());
   CHECK(threads <= cpus - 1);
+}
+
+// A forked child starts its own monitor: one copied from the parent would
+// subtract the parent's CPU time, not the child's, and count the child's
+// own busy window as another process's load.
+TEST_CASE("a forked child measures others' load from its own start") {
+  const int cpus = allowed_cpus();
+  if (cpus < 2) {
+    MESSAGE("one CPU: nothing to adapt");
+    return;
+  }
+  tpf::config::set_adapt_to_load(true);
+  tpf::config::set_intra_op_threads(cpus);
+  if (!reaches(cpus)) {
+    MESSAGE("the machine is not quiet: skipping the live check");
+    tpf::config::set_adapt_to_load(false);
+    return;
+  }
+  // The parent's last reading holds more CPU time of its own than the
+  // child will have used: a copy of it in the child would subtract nothing
+  // and count the child's busy window as another process's load.
+  spin_for(std::chrono::milliseconds(400));
+  tpf::config::intra_op_threads();  // reads again: a window has passed
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    spin_for(std::chrono::milliseconds(300));
+    _exit(tpf::config::intra_op_threads() == cpus ? 0 : 1);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  tpf::config::set_adapt_to_load(false);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
 }

@@ -1,6 +1,7 @@
 #include "core/cpu_contention.hpp"
 
 #include <dirent.h>
+#include <pthread.h>
 #include <sched.h>
 #include <time.h>
 
@@ -202,10 +203,30 @@ int LoadMonitor::threads(int cap) {
   return threads_left(cap, cpus_, others_.load(std::memory_order_relaxed));
 }
 
+namespace {
+
+std::atomic<bool> g_forked{false};
+
+/**
+ * The process's monitor; a fresh one in a forked child, whose copy of the
+ * parent's would count the child's own time as others' (the parent's ticks
+ * it started from are not the child's) and may hold a locked mutex.
+ * Replaced monitors are never freed: another thread may be reading one.
+ */
+LoadMonitor& process_monitor() {
+  static std::atomic<LoadMonitor*> monitor = [] {
+    pthread_atfork(nullptr, nullptr, [] { g_forked.store(true); });
+    return new LoadMonitor();
+  }();
+  if (g_forked.exchange(false)) monitor.store(new LoadMonitor());
+  return *monitor.load();
+}
+
+}  // namespace
+
 int uncontended_threads(int cap) {
   if (cap <= 1 || !g_adapt_to_load.load(std::memory_order_relaxed)) return cap;
-  static LoadMonitor monitor;
-  return monitor.threads(cap);
+  return process_monitor().threads(cap);
 }
 
 }  // namespace tapeflow::detail

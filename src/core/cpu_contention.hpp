@@ -71,7 +71,8 @@ class LoadMonitor {
 
 /**
  * LoadMonitor::threads(cap) of the process's monitor (made by the first
- * call); `cap` when /proc cannot be read or adaptation is off
+ * call, and again by a forked child's); `cap` when /proc cannot be read or
+ * adaptation is off
  * (config::set_adapt_to_load(false), env TAPEFLOW_ADAPT_TO_LOAD=0).
  */
 int uncontended_threads(int cap);
