@@ -90,23 +90,30 @@ bool reaches(int want) {
   return false;
 }
 
+/**
+ * Turns adaptation on at `cpus` threads and true where the count stays
+ * there; false (adaptation off again) with one CPU or where something else
+ * already keeps a CPU busy (a build, other tests): a drop could not be told
+ * from it.
+ */
+bool adapting_on_quiet_machine(int cpus) {
+  if (cpus < 2) {
+    MESSAGE("one CPU: nothing to adapt");
+    return false;
+  }
+  tpf::config::set_adapt_to_load(true);
+  tpf::config::set_intra_op_threads(cpus);
+  if (reaches(cpus)) return true;
+  MESSAGE("the machine is not quiet: skipping the live check");
+  tpf::config::set_adapt_to_load(false);
+  return false;
+}
+
 }  // namespace
 
 TEST_CASE("a busy process takes a thread away; its end gives it back") {
   const int cpus = allowed_cpus();
-  if (cpus < 2) {
-    MESSAGE("one CPU: nothing to adapt");
-    return;
-  }
-  tpf::config::set_adapt_to_load(true);
-  tpf::config::set_intra_op_threads(cpus);
-  if (!reaches(cpus)) {
-    // Something else already keeps a CPU busy (a build, other tests): the
-    // drop below could not be told from it.
-    MESSAGE("the machine is not quiet: skipping the live check");
-    tpf::config::set_adapt_to_load(false);
-    return;
-  }
+  if (!adapting_on_quiet_machine(cpus)) return;
   const pid_t busy = start_busy_process();
   const bool dropped = reaches(cpus - 1);
   stop(busy);
@@ -146,17 +153,7 @@ TEST_CASE("a new process's first thread count already sees a busy process") {
 // own busy window as another process's load.
 TEST_CASE("a forked child measures others' load from its own start") {
   const int cpus = allowed_cpus();
-  if (cpus < 2) {
-    MESSAGE("one CPU: nothing to adapt");
-    return;
-  }
-  tpf::config::set_adapt_to_load(true);
-  tpf::config::set_intra_op_threads(cpus);
-  if (!reaches(cpus)) {
-    MESSAGE("the machine is not quiet: skipping the live check");
-    tpf::config::set_adapt_to_load(false);
-    return;
-  }
+  if (!adapting_on_quiet_machine(cpus)) return;
   // The parent's last reading holds more CPU time of its own than the
   // child will have used: a copy of it in the child would subtract nothing
   // and count the child's busy window as another process's load.
