@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <functional>
+#include <random>
 #include <string>
 #include <tapeflow/tapeflow.hpp>
 #include <tuple>
@@ -157,7 +158,14 @@ inline int train(const std::string& title, tpf::nn::Module& model,
   if (c.threads > 0) tpf::config::set_intra_op_threads(c.threads);
   tpf::config::set_float32_matmul_precision(c.precision);
   install_interrupt_handler();
-  if (c.seed >= 0) tpf::manual_seed(static_cast<uint64_t>(c.seed));
+  // Without --seed one process makes a different run every time (the
+  // library's generator starts from a fixed seed, as PyTorch's); the header
+  // prints the seed that repeats it. Ranks given none keep that fixed seed:
+  // their shuffles must agree.
+  if (c.seed >= 0 || c.replication.ranks == 1)
+    tpf::manual_seed(c.seed >= 0 ? static_cast<uint64_t>(c.seed)
+                                 : std::random_device{}() >> 1);
+  const uint64_t seed = tpf::get_rng_state().seed;
   // Pixels stay bytes (47 MB for Fashion-MNIST's training set, not 188 MB of
   // float32); each batch is converted as it is drawn.
   const auto train_set = tpf::io::load_mnist_bytes(c.data_dir, "train");
@@ -175,12 +183,12 @@ inline int train(const std::string& title, tpf::nn::Module& model,
   }
   std::printf(
       "%s: %lld training and %lld test images, %lld parameters, %s, %d "
-      "threads, %s float32 precision, %d rank%s\n",
+      "threads, %s float32 precision, %d rank%s, seed %llu\n",
       title.c_str(), static_cast<long long>(n),
       static_cast<long long>(test_set.size()),
       static_cast<long long>(model.count_params()), device.str().c_str(),
       tpf::config::intra_op_threads(), c.precision.c_str(), rep.ranks,
-      rep.ranks == 1 ? "" : "s");
+      rep.ranks == 1 ? "" : "s", static_cast<unsigned long long>(seed));
 
   auto params = model.parameters();
   optimizer.build(params);
@@ -192,8 +200,10 @@ inline int train(const std::string& title, tpf::nn::Module& model,
     if (!latest.empty()) {
       checkpoint.restore(latest);
       optimizer.set_iterations(checkpoint.step());
-      std::printf("resumed from %s (step %lld)\n", latest.c_str(),
-                  static_cast<long long>(checkpoint.step()));
+      // The checkpoint's generator state goes on from its own seed.
+      std::printf("resumed from %s (step %lld), seed %llu\n", latest.c_str(),
+                  static_cast<long long>(checkpoint.step()),
+                  static_cast<unsigned long long>(tpf::get_rng_state().seed));
     }
   }
   const auto save = [&] {
