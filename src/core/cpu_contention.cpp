@@ -218,7 +218,9 @@ LoadMonitor& process_monitor() {
     pthread_atfork(nullptr, nullptr, [] { g_forked.store(true); });
     return new LoadMonitor();
   }();
-  if (g_forked.exchange(false)) monitor.store(new LoadMonitor());
+  // A load first: every kernel asks, and an exchange would write the line.
+  if (g_forked.load(std::memory_order_relaxed) && g_forked.exchange(false))
+    monitor.store(new LoadMonitor());
   return *monitor.load();
 }
 
