@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "tapeflow/data/dataset_core.hpp"
@@ -36,8 +37,7 @@ namespace detail {
 template <class In, class Out, class F>
 class ParallelMapIterator final : public IteratorImpl<Out> {
  public:
-  ParallelMapIterator(std::unique_ptr<IteratorImpl<In>> in, F f,
-                      int64_t calls)
+  ParallelMapIterator(std::unique_ptr<IteratorImpl<In>> in, F f, int64_t calls)
       : in_(std::move(in)),
         f_(std::move(f)),
         window_limit_(static_cast<size_t>(calls)),
@@ -62,7 +62,10 @@ class ParallelMapIterator final : public IteratorImpl<Out> {
     window_.pop_front();
     lock.unlock();
     space_.notify_one();
-    if (slot->error) std::rethrow_exception(slot->error);
+    // Taken out of the slot: the worker's call may drop the slot's last
+    // reference after this, and the error must then be this thread's alone
+    // (its count lives in libstdc++, where ThreadSanitizer cannot see it).
+    if (slot->error) std::rethrow_exception(std::exchange(slot->error, {}));
     return std::move(slot->value);
   }
 
