@@ -3,7 +3,10 @@
 // filter gradient (summed over the chunks) equal the float64 direct kernels,
 // in float32 and under bfloat16 products, with chunks of one image and of
 // two with a shorter last one, also through conv2d_relu. White-box where it
-// asks which chunks a shape gets.
+// asks which chunks a shape gets and what a pass in chunks leaves for the
+// filter gradient.
+#include <cstring>
+
 #include "cpu/onednn/common.hpp"
 #include "cpu/onednn/conv_chunks.hpp"
 #include "cpu/onednn/precision.hpp"
@@ -49,16 +52,17 @@ tpf::Shape out_shape(const ChunkCase& c) {
 
 }  // namespace
 
-// 23 images of 16 x 64 x 128 (24 MiB blocked in and out in float32):
-// two images a chunk and one last, also depthwise. 6 images of 16 x 224 x 224
-// at stride 2 into 32 channels: one image a chunk. The filter gradient reads
-// both activations as bfloat16, which fit in cache whole. The counts assume
-// oneDNN's blocked layouts (8 or 16 channels a block, so 16 and 32 channels
-// take no padding), which its AVX2 and AVX-512 kernels choose.
+// 23 images of 16 x 64 x 64 (11.5 MiB blocked in and out in float32): two
+// images a chunk and one last, also depthwise; with bfloat16 activations
+// (9 MiB) whole. 6 images of 16 x 224 x 224 at stride 2 into 32 channels:
+// one image a chunk, but the filter gradient under bfloat16 (14 MiB) whole.
+// The counts assume oneDNN's blocked layouts (8 or 16 channels a block, so
+// 16 and 32 channels take no padding), which its AVX2 and AVX-512 kernels
+// choose.
 const ChunkCase kCases[] = {
-    {{23, 16, 64, 128}, {16, 16, 3, 3}, 1, 1, {2, 2, 2}, {2, 2, 23}},
+    {{23, 16, 64, 64}, {16, 16, 3, 3}, 1, 1, {2, 2, 2}, {23, 23, 23}},
     {{6, 16, 224, 224}, {32, 16, 3, 3}, 2, 1, {1, 1, 1}, {1, 1, 6}},
-    {{23, 16, 64, 128}, {16, 1, 3, 3}, 1, 16, {2, 2, 2}, {2, 2, 23}}};
+    {{23, 16, 64, 64}, {16, 1, 3, 3}, 1, 16, {2, 2, 2}, {23, 23, 23}}};
 
 /** True where precision `medium` multiplies bfloat16 on this CPU. */
 bool native_bf16() {
@@ -120,7 +124,7 @@ TEST_CASE("large activations in chunks: forward and gradients as float64") {
     const Ts want = run(in64, g, Out::conv);
     Ts in32;
     for (const auto& t : in64) in32.push_back(t.cast(tpf::float32));
-    for (const auto [precision, threads] :
+    for (const auto& [precision, threads] :
          {std::pair{Float32Precision::highest, 1},
           {Float32Precision::highest, 2},
           {Float32Precision::medium, 2}}) {
@@ -146,6 +150,59 @@ TEST_CASE("large activations in chunks: forward and gradients as float64") {
         CHECK_CLOSE(got[i].cast(tpf::float64), want[i], rtol, rtol * scale);
         CHECK(tpf::max(tpf::abs(fused[i] - apart[i])).item<float>() == 0.0f);
       }
+    }
+  }
+}
+
+/** `t` reordered whole from `plain` into `layout`, as a whole pass does. */
+std::vector<char> reordered(const tpf::Tensor& t, const dnnl::memory& plain,
+                            const dnnl::memory::desc& layout) {
+  std::vector<char> bytes(layout.get_size());
+  dnnl::memory from(plain.get_desc(), onednn::engine(), t.raw_data()),
+      to(layout, onednn::engine(), bytes.data());
+  dnnl::reorder(from, to).execute(onednn::stream(), from, to);
+  onednn::stream().wait();
+  return bytes;
+}
+
+TEST_CASE("a pass in chunks converts its input for the whole batch") {
+  using P = onednn::ConvPass;
+  const ChunkCase& c = kCases[0];
+  const tpf::ConvAttrs a = attrs_of(c);
+  const tpf::Shape ys = out_shape(c);
+  const tpf::Tensor x = uniform64(c.x).cast(tpf::float32),
+                    w = uniform64(c.w).cast(tpf::float32),
+                    dy = uniform64(ys).cast(tpf::float32);
+  for (const int threads : {1, 2}) {
+    CAPTURE(threads);
+    onednn::sync_threads(threads);
+    for (const P pass : {P::forward, P::grad_input}) {
+      CAPTURE(static_cast<int>(pass));
+      const bool forward = pass == P::forward;
+      onednn::ConvPrimitive& whole =
+          onednn::conv_primitive(pass, a, c.x, c.w, ys, false, false, threads);
+      const onednn::ConvOperand& input = forward ? whole.src : whole.dst;
+      REQUIRE(input.reordered);
+      const dnnl::memory::desc layout = input.internal.get_desc();
+      const tpf::Tensor& in = forward ? x : dy;
+      tpf::Tensor out = tpf::zeros(forward ? ys : c.x, tpf::float32);
+      const auto run = [&](const dnnl::memory::desc* whole_input) {
+        return onednn::run_chunked(pass, a, forward ? x : out, w,
+                                   forward ? out : dy, tpf::Tensor(), false,
+                                   threads, 2, false, whole_input);
+      };
+      const tpf::Tensor converted = run(&layout);
+      REQUIRE(converted.defined());
+      const std::vector<char> want = reordered(in, input.user, layout);
+      CHECK(std::memcmp(converted.raw_data(), want.data(), want.size()) == 0);
+      // Chunks in another layout than the one asked for leave nothing, and
+      // the pass's own output is the same.
+      const tpf::Tensor first = out * 1.0;
+      const dnnl::memory::desc other(layout.dims(), layout.data_type(),
+                                     forward ? dnnl::memory::format_tag::nhwc
+                                             : dnnl::memory::format_tag::nchw);
+      CHECK_FALSE(run(&other).defined());
+      CHECK(tpf::max(tpf::abs(out - first)).item<float>() == 0.0f);
     }
   }
 }

@@ -1,8 +1,8 @@
 // Convolutions: float32 through oneDNN's forward (with the optional bias, and
 // for ConvRelu the rectifier over y while it is in cache),
 // backward-data and backward-weights primitives on plain layouts
-// (conv_primitive.cpp; a batch whose activations outgrow the cache in chunks
-// of images, conv_chunks.cpp), float64 through the direct loops of
+// (conv_primitive.cpp; a batch whose activations outgrow a core's cache in
+// chunks of images, conv_chunks.cpp), float64 through the direct loops of
 // cpu/conv_direct.cpp. The float32 filter gradient of one- and two-channel
 // inputs at stride 1 in 2-d goes to cpu/conv_few_channels.cpp instead, and so
 // does their forward outside precision `medium`, under which the inputs of
@@ -132,11 +132,24 @@ void run_f32(ConvPass pass, const ConvAttrs& a, const Tensor& x,
         onednn::images_per_chunk(whole, x.shape()[0], threads);
   // The filter gradient takes the conversions the forward and the input
   // gradient left (whole-batch tensors in a whole-batch layout, which no
-  // chunk takes): then it runs whole. Passes in chunks leave none.
+  // chunk takes): then it runs whole.
   const bool takes = !handoff.take_x.empty() || !handoff.take_dy.empty();
   if (whole.images_per_chunk < x.shape()[0] && !takes) {
-    onednn::run_chunked(pass, a, x, w, y, bias, bf16, threads,
-                        whole.images_per_chunk, relu);
+    // A chunked forward or input gradient converts its input activation (x,
+    // dy) into the whole batch's layout for the filter gradient to take,
+    // where that fits in cache.
+    const bool is_filter = pass == ConvPass::grad_filter;
+    const ConvOperand& input =
+        pass == ConvPass::forward ? whole.src : whole.dst;
+    const memory::desc layout = input.internal.get_desc();
+    const bool leaves = handoff.leave && !is_filter && input.reordered &&
+                        onednn::hands_over_chunked(whole);
+    const Tensor converted = onednn::run_chunked(
+        pass, a, x, w, y, bias, bf16, threads, whole.images_per_chunk, relu,
+        leaves ? &layout : nullptr);
+    if (converted.defined())
+      handoff.leave->operands.push_back(
+          {pass == ConvPass::forward ? x : y, converted, layout_name(layout)});
     return;
   }
   run_whole(whole, pass, x, w, y, bias, handoff, stream);

@@ -3,8 +3,10 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <exception>
+#include <memory>
 #include <vector>
 
 #include "core/creation_internal.hpp"
@@ -17,13 +19,33 @@ namespace {
 using dnnl::memory;
 
 /**
- * Whole activations (input and output, blocked) up to this run in one
- * primitive: below it their reorders already work mostly in cache (conv b's
- * 4.8 MB timed the same either way on Zen 4).
+ * A chunk's blocked input and output together stay within this, a core's
+ * L2 on Zen 4: conv b's forward (4.8 MB of activations) runs 2-5 % faster in
+ * chunks of 1 MiB than whole, and in 2 MiB ones no faster than whole.
  */
-constexpr size_t kCachedBytes = size_t{16} << 20;
-/** A chunk's blocked input and output together stay within this. */
-constexpr size_t kChunkBytes = size_t{2} << 20;
+constexpr size_t kChunkBytes = size_t{1} << 20;
+/**
+ * A pass with bfloat16 activations runs whole up to this many bytes of them:
+ * in chunks the CNN sample's training step under precision `medium` ran 4 %
+ * slower (its first layer, whose input only changes type, in small chunks;
+ * each thread converting the filter), where in float32 it ran as fast.
+ */
+constexpr size_t kWholeBf16Bytes = size_t{16} << 20;
+/**
+ * Whole-batch activations (blocked input and output) up to this a pass in
+ * chunks also converts for a later pass: the size the whole-batch passes
+ * left, within the L3. Beyond it the later pass's reorders in cache cost no
+ * more than writing the blocked copy to memory (conv c's training step, 51
+ * MB: 106 ms either way) and the copy would double the input's memory.
+ */
+constexpr size_t kHandoverBytes = size_t{16} << 20;
+
+/** Whether either activation of `p` reaches its primitive as bfloat16. */
+bool takes_bf16(const ConvPrimitive& p) {
+  constexpr auto bf16 = memory::data_type::bf16;
+  return p.src.internal.get_desc().data_type() == bf16 ||
+         p.dst.internal.get_desc().data_type() == bf16;
+}
 
 Shape with_images(Shape s, int64_t images) {
   s[0] = images;
@@ -45,14 +67,67 @@ void bind_buffer(ConvOperand& o, Tensor& buffer) {
 }
 
 /**
+ * Whether `chunk`, a layout of a few images, lays each image out as `whole`
+ * (a layout of the batch) does, images outermost: then a chunk's bytes are
+ * a slice of the whole batch's.
+ */
+bool is_image_slice(const memory::desc& chunk, const memory::desc& whole) {
+  const dnnl_memory_desc_t &c = chunk.data, &w = whole.data;
+  if (c.ndims != w.ndims || c.data_type != w.data_type ||
+      c.format_kind != dnnl_blocked || w.format_kind != dnnl_blocked ||
+      c.offset0 != 0 || w.offset0 != 0 || c.extra.flags != 0 ||
+      w.extra.flags != 0 || c.padded_dims[0] != c.dims[0] ||
+      w.padded_dims[0] != w.dims[0])
+    return false;
+  const dnnl_blocking_desc_t &cb = c.format_desc.blocking,
+                             &wb = w.format_desc.blocking;
+  if (cb.inner_nblks != wb.inner_nblks) return false;
+  for (int i = 0; i < cb.inner_nblks; ++i)
+    if (cb.inner_idxs[i] == 0 || cb.inner_idxs[i] != wb.inner_idxs[i] ||
+        cb.inner_blks[i] != wb.inner_blks[i])
+      return false;
+  for (int i = 0; i < c.ndims; ++i)
+    if ((i > 0 &&
+         (c.dims[i] != w.dims[i] || c.padded_dims[i] != w.padded_dims[i])) ||
+        cb.strides[i] != wb.strides[i])
+      return false;
+  // Images outermost: one image's stride spans the rest of each layout.
+  const size_t image_bytes =
+      size_t(wb.strides[0]) * dnnl_data_type_size(w.data_type);
+  return chunk.get_size() == size_t(c.dims[0]) * image_bytes &&
+         whole.get_size() == size_t(w.dims[0]) * image_bytes;
+}
+
+/**
+ * The whole batch's input activation in one layout, filled a chunk at a
+ * time where each chunk's layout is a slice of it (`complete` stays true
+ * while every one was).
+ */
+struct WholeInput {
+  memory::desc layout;
+  Tensor data;
+  std::atomic<bool> complete{true};
+};
+
+/**
  * Points activation `o` at images n0.. of `t` and, when reordered, its
- * internal memory at `buffer`, reordering an input in.
+ * internal memory at `buffer`, reordering an input in: into its images'
+ * slice of `whole`'s data instead where given and the layouts agree.
  */
 void bind_activation(ConvOperand& o, const Tensor& t, int64_t n0,
-                     Tensor& buffer, bool input, dnnl::stream& stream) {
+                     Tensor& buffer, bool input, dnnl::stream& stream,
+                     WholeInput* whole = nullptr) {
   o.user.set_data_handle(image_data(t, n0));
   if (!o.reordered) return;
-  bind_buffer(o, buffer);
+  if (whole && is_image_slice(o.internal.get_desc(), whole->layout)) {
+    const size_t image_bytes =
+        whole->layout.get_size() / size_t(whole->layout.data.dims[0]);
+    o.internal.set_data_handle(static_cast<char*>(whole->data.raw_data()) +
+                               size_t(n0) * image_bytes);
+  } else {
+    if (whole) whole->complete = false;
+    bind_buffer(o, buffer);
+  }
   if (input) o.reorder.execute(stream, o.user, o.internal);
 }
 
@@ -145,7 +220,7 @@ class FilterGradientSum {
 Tensor run_chunks(ConvPass pass, const ConvAttrs& a, const Tensor& x,
                   const Tensor& w, const Tensor& y, const Tensor& bias,
                   bool bf16, int64_t images_per_chunk, int64_t begin,
-                  int64_t end, bool relu) {
+                  int64_t end, bool relu, WholeInput* whole) {
   // In an OpenMP region oneDNN runs a primitive on one thread whatever it
   // was made for, so it must be made for one: a filter gradient made for 2
   // waits at its reduction barrier for a thread that never comes.
@@ -160,8 +235,9 @@ Tensor run_chunks(ConvPass pass, const ConvAttrs& a, const Tensor& x,
         conv_primitive(pass, a, with_images(x.shape(), images), w.shape(),
                        with_images(y.shape(), images), bias.defined(), bf16, 1);
     bind_activation(p.src, x, n0, x_buffer, pass != ConvPass::grad_input,
-                    stream);
-    bind_activation(p.dst, y, n0, y_buffer, pass != ConvPass::forward, stream);
+                    stream, pass == ConvPass::forward ? whole : nullptr);
+    bind_activation(p.dst, y, n0, y_buffer, pass != ConvPass::forward, stream,
+                    pass == ConvPass::grad_input ? whole : nullptr);
     if (pass == ConvPass::grad_filter) {
       sum.bind(p);
       run_primitive(p, pass, bias, stream);
@@ -191,14 +267,27 @@ int64_t images_per_chunk(const ConvPrimitive& whole, int64_t n, int threads) {
   if (n % threads != 0 && n < 8 * threads) return n;
   const size_t bytes = whole.src.internal.get_desc().get_size() +
                        whole.dst.internal.get_desc().get_size();
-  if (bytes <= kCachedBytes) return n;
+  if (bytes <= (takes_bf16(whole) ? kWholeBf16Bytes : kChunkBytes)) return n;
   return std::clamp<int64_t>(kChunkBytes / (bytes / n), 1, n);
 }
 
-void run_chunked(ConvPass pass, const ConvAttrs& a, const Tensor& x,
-                 const Tensor& w, const Tensor& y, const Tensor& bias,
-                 bool bf16, int threads, int64_t images_per_chunk, bool relu) {
+bool hands_over_chunked(const ConvPrimitive& whole) {
+  return whole.src.internal.get_desc().get_size() +
+             whole.dst.internal.get_desc().get_size() <=
+         kHandoverBytes;
+}
+
+Tensor run_chunked(ConvPass pass, const ConvAttrs& a, const Tensor& x,
+                   const Tensor& w, const Tensor& y, const Tensor& bias,
+                   bool bf16, int threads, int64_t images_per_chunk, bool relu,
+                   const memory::desc* whole_input) {
   const int64_t n = x.shape()[0];
+  std::unique_ptr<WholeInput> whole;
+  if (whole_input && pass != ConvPass::grad_filter) {
+    whole = std::make_unique<WholeInput>();
+    whole->layout = *whole_input;
+    whole->data = buffer_for(*whole_input);
+  }
   const int shares = static_cast<int>(std::min<int64_t>(threads, n));
   std::vector<Tensor> sums(shares);
   std::vector<std::exception_ptr> errors(shares);
@@ -207,8 +296,9 @@ void run_chunked(ConvPass pass, const ConvAttrs& a, const Tensor& x,
   const auto run_shares = [&](int first, int step) {
     for (int t = first; t < shares; t += step) {
       try {
-        sums[t] = run_chunks(pass, a, x, w, y, bias, bf16, images_per_chunk,
-                             n * t / shares, n * (t + 1) / shares, relu);
+        sums[t] =
+            run_chunks(pass, a, x, w, y, bias, bf16, images_per_chunk,
+                       n * t / shares, n * (t + 1) / shares, relu, whole.get());
       } catch (...) {
         errors[t] = std::current_exception();
       }
@@ -222,9 +312,11 @@ void run_chunked(ConvPass pass, const ConvAttrs& a, const Tensor& x,
   }
   for (const std::exception_ptr& e : errors)
     if (e) std::rethrow_exception(e);
-  if (pass != ConvPass::grad_filter) return;
+  if (pass != ConvPass::grad_filter)
+    return whole && whole->complete ? whole->data : Tensor();
   for (int t = 1; t < shares; ++t) add_into(sums[0], sums[t], w.numel());
   std::memcpy(w.raw_data(), sums[0].raw_data(), w.numel() * sizeof(float));
+  return Tensor();
 }
 
 }  // namespace tapeflow::cpu::onednn
