@@ -53,16 +53,20 @@ tpf::Shape out_shape(const ChunkCase& c) {
 }  // namespace
 
 // 23 images of 16 x 64 x 64 (11.5 MiB blocked in and out in float32): two
-// images a chunk and one last, also depthwise; with bfloat16 activations
-// (9 MiB) whole. 6 images of 16 x 224 x 224 at stride 2 into 32 channels:
-// one image a chunk, but the filter gradient under bfloat16 (14 MiB) whole.
-// The counts assume oneDNN's blocked layouts (8 or 16 channels a block, so
-// 16 and 32 channels take no padding), which its AVX2 and AVX-512 kernels
-// choose.
+// images a chunk and one last in the forward and the input gradient, also
+// depthwise; the filter gradient whole (which the forward's conversions let
+// it take), and with bfloat16 activations (9 MiB) all whole. 35 such images
+// (17.5 MiB): the filter gradient in chunks of two too (and one last), and
+// under bfloat16 (14 MiB) all whole. 6 images of 16 x 224 x 224 at
+// stride 2 into 32 channels: one image a chunk, but the filter gradient
+// under bfloat16 (14 MiB) whole. The counts assume oneDNN's blocked layouts
+// (8 or 16 channels a block, so 16 and 32 channels take no padding), which
+// its AVX2 and AVX-512 kernels choose.
 const ChunkCase kCases[] = {
-    {{23, 16, 64, 64}, {16, 16, 3, 3}, 1, 1, {2, 2, 2}, {23, 23, 23}},
+    {{23, 16, 64, 64}, {16, 16, 3, 3}, 1, 1, {2, 2, 23}, {23, 23, 23}},
+    {{35, 16, 64, 64}, {16, 16, 3, 3}, 1, 1, {2, 2, 2}, {35, 35, 35}},
     {{6, 16, 224, 224}, {32, 16, 3, 3}, 2, 1, {1, 1, 1}, {1, 1, 6}},
-    {{23, 16, 64, 64}, {16, 1, 3, 3}, 1, 16, {2, 2, 2}, {23, 23, 23}}};
+    {{23, 16, 64, 64}, {16, 1, 3, 3}, 1, 16, {2, 2, 23}, {23, 23, 23}}};
 
 /** True where precision `medium` multiplies bfloat16 on this CPU. */
 bool native_bf16() {
@@ -90,7 +94,7 @@ TEST_CASE("large activations: the chunks each pass takes") {
         const bool bias = pass == P::forward;
         onednn::ConvPrimitive& whole =
             onednn::conv_primitive(pass, a, c.x, c.w, y, bias, bf16, threads);
-        CHECK(onednn::images_per_chunk(whole, c.x[0], threads) ==
+        CHECK(onednn::images_per_chunk(whole, pass, c.x[0], threads) ==
               (bf16 ? c.per_bf16 : c.per_f32)[static_cast<int>(pass)]);
       }
     }
@@ -205,4 +209,5 @@ TEST_CASE("a pass in chunks converts its input for the whole batch") {
       CHECK(tpf::max(tpf::abs(out - first)).item<float>() == 0.0f);
     }
   }
+  onednn::sync_threads(tpf::config::intra_op_threads());
 }

@@ -122,7 +122,7 @@ int read_own_running() {
   int running = 0;
   while (const dirent* e = readdir(tasks)) {
     if (e->d_name[0] == '.') continue;
-    char path[64];
+    char path[sizeof "/proc/self/task//stat" + sizeof e->d_name];
     std::snprintf(path, sizeof path, "/proc/self/task/%s/stat", e->d_name);
     FILE* f = std::fopen(path, "r");
     if (!f) continue;  // the thread ended since readdir

@@ -129,7 +129,7 @@ void run_f32(ConvPass pass, const ConvAttrs& a, const Tensor& x,
       pass, a, x.shape(), w.shape(), y.shape(), bias.defined(), bf16, threads);
   if (whole.images_per_chunk == 0)
     whole.images_per_chunk =
-        onednn::images_per_chunk(whole, x.shape()[0], threads);
+        onednn::images_per_chunk(whole, pass, x.shape()[0], threads);
   // The filter gradient takes the conversions the forward and the input
   // gradient left (whole-batch tensors in a whole-batch layout, which no
   // chunk takes): then it runs whole.

@@ -25,12 +25,15 @@ using dnnl::memory;
  */
 constexpr size_t kChunkBytes = size_t{1} << 20;
 /**
- * A pass with bfloat16 activations runs whole up to this many bytes of them:
- * in chunks the CNN sample's training step under precision `medium` ran 4 %
- * slower (its first layer, whose input only changes type, in small chunks;
- * each thread converting the filter), where in float32 it ran as fast.
+ * The filter gradient, and a pass with bfloat16 activations, run whole up to
+ * this many bytes of blocked activations: each chunk of a filter gradient
+ * also sums a filter (a training step's takes the forward's conversions and
+ * runs whole anyway), and in chunks the CNN sample's training step under
+ * precision `medium` ran 4 % slower (its first layer, whose input only
+ * changes type, in small chunks; each thread converting the filter), where
+ * in float32 it ran as fast.
  */
-constexpr size_t kWholeBf16Bytes = size_t{16} << 20;
+constexpr size_t kWholeBytes = size_t{16} << 20;
 /**
  * Whole-batch activations (blocked input and output) up to this a pass in
  * chunks also converts for a later pass: the size the whole-batch passes
@@ -67,35 +70,36 @@ void bind_buffer(ConvOperand& o, Tensor& buffer) {
 }
 
 /**
- * Whether `chunk`, a layout of a few images, lays each image out as `whole`
- * (a layout of the batch) does, images outermost: then a chunk's bytes are
- * a slice of the whole batch's.
+ * The bytes of one image where `chunk`, a layout of a few images, lays each
+ * image out as `whole` (a layout of the batch) does, images outermost: then
+ * a chunk's bytes are a slice of the whole batch's. 0 where it does not.
  */
-bool is_image_slice(const memory::desc& chunk, const memory::desc& whole) {
+size_t image_slice_bytes(const memory::desc& chunk, const memory::desc& whole) {
   const dnnl_memory_desc_t &c = chunk.data, &w = whole.data;
   if (c.ndims != w.ndims || c.data_type != w.data_type ||
       c.format_kind != dnnl_blocked || w.format_kind != dnnl_blocked ||
       c.offset0 != 0 || w.offset0 != 0 || c.extra.flags != 0 ||
       w.extra.flags != 0 || c.padded_dims[0] != c.dims[0] ||
       w.padded_dims[0] != w.dims[0])
-    return false;
+    return 0;
   const dnnl_blocking_desc_t &cb = c.format_desc.blocking,
                              &wb = w.format_desc.blocking;
-  if (cb.inner_nblks != wb.inner_nblks) return false;
+  if (cb.inner_nblks != wb.inner_nblks) return 0;
   for (int i = 0; i < cb.inner_nblks; ++i)
     if (cb.inner_idxs[i] == 0 || cb.inner_idxs[i] != wb.inner_idxs[i] ||
         cb.inner_blks[i] != wb.inner_blks[i])
-      return false;
+      return 0;
   for (int i = 0; i < c.ndims; ++i)
     if ((i > 0 &&
          (c.dims[i] != w.dims[i] || c.padded_dims[i] != w.padded_dims[i])) ||
         cb.strides[i] != wb.strides[i])
-      return false;
+      return 0;
   // Images outermost: one image's stride spans the rest of each layout.
   const size_t image_bytes =
       size_t(wb.strides[0]) * dnnl_data_type_size(w.data_type);
-  return chunk.get_size() == size_t(c.dims[0]) * image_bytes &&
-         whole.get_size() == size_t(w.dims[0]) * image_bytes;
+  const bool outermost = chunk.get_size() == size_t(c.dims[0]) * image_bytes &&
+                         whole.get_size() == size_t(w.dims[0]) * image_bytes;
+  return outermost ? image_bytes : 0;
 }
 
 /**
@@ -118,10 +122,13 @@ void bind_activation(ConvOperand& o, const Tensor& t, int64_t n0,
                      Tensor& buffer, bool input, dnnl::stream& stream,
                      WholeInput* whole = nullptr) {
   o.user.set_data_handle(image_data(t, n0));
-  if (!o.reordered) return;
-  if (whole && is_image_slice(o.internal.get_desc(), whole->layout)) {
-    const size_t image_bytes =
-        whole->layout.get_size() / size_t(whole->layout.data.dims[0]);
+  if (!o.reordered) {
+    if (whole) whole->complete = false;  // nothing converts these images
+    return;
+  }
+  const size_t image_bytes =
+      whole ? image_slice_bytes(o.internal.get_desc(), whole->layout) : 0;
+  if (image_bytes != 0) {
     o.internal.set_data_handle(static_cast<char*>(whole->data.raw_data()) +
                                size_t(n0) * image_bytes);
   } else {
@@ -259,7 +266,8 @@ Tensor run_chunks(ConvPass pass, const ConvAttrs& a, const Tensor& x,
 
 }  // namespace
 
-int64_t images_per_chunk(const ConvPrimitive& whole, int64_t n, int threads) {
+int64_t images_per_chunk(const ConvPrimitive& whole, ConvPass pass, int64_t n,
+                         int threads) {
   if (n < 2 || !whole.src.reordered || !whole.dst.reordered) return n;
   // Each thread runs its own share of the images: where one share is an
   // image longer than another and the shares are short, the others idle
@@ -267,7 +275,8 @@ int64_t images_per_chunk(const ConvPrimitive& whole, int64_t n, int threads) {
   if (n % threads != 0 && n < 8 * threads) return n;
   const size_t bytes = whole.src.internal.get_desc().get_size() +
                        whole.dst.internal.get_desc().get_size();
-  if (bytes <= (takes_bf16(whole) ? kWholeBf16Bytes : kChunkBytes)) return n;
+  const bool stays_whole = pass == ConvPass::grad_filter || takes_bf16(whole);
+  if (bytes <= (stays_whole ? kWholeBytes : kChunkBytes)) return n;
   return std::clamp<int64_t>(kChunkBytes / (bytes / n), 1, n);
 }
 

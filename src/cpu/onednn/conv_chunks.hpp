@@ -11,18 +11,21 @@
 namespace tapeflow::cpu::onednn {
 
 /**
- * Images per chunk for a pass on `n` images whose whole-batch primitive for
+ * Images per chunk for `pass` on `n` images whose whole-batch primitive for
  * `threads` threads is `whole`; all `n` where chunks do not pay: activations
- * that fit in one chunk (in bfloat16, in the L3), ones a primitive takes as
- * they are, or too few images to share evenly between the threads.
+ * that fit in one chunk (for the filter gradient and bfloat16 activations,
+ * in the L3), ones a primitive takes as they are, or too few images to
+ * share evenly between the threads.
  */
-int64_t images_per_chunk(const ConvPrimitive& whole, int64_t n, int threads);
+int64_t images_per_chunk(const ConvPrimitive& whole, ConvPass pass, int64_t n,
+                         int threads);
 
 /**
  * Whether a pass in chunks converts its input activation for the whole
  * batch, for a later pass to take: while the whole batch's blocked
  * activations fit in the L3 (beyond, writing the blocked copy to memory
- * costs more than the later pass's own reorders in cache).
+ * costs more than the later pass's own reorders in cache). Passes on
+ * bfloat16 activations, in chunks only beyond that size, never do.
  */
 bool hands_over_chunked(const ConvPrimitive& whole);
 
@@ -36,8 +39,8 @@ bool hands_over_chunked(const ConvPrimitive& whole);
  * comes out. Given `whole_input`, a layout of the whole batch, the forward
  * and the input gradient convert their input activation (x, dy) into it a
  * chunk at a time and return it for a later pass, when every chunk's layout
- * is a slice of it; otherwise (and for the filter gradient) the result is
- * undefined.
+ * is a slice of it; otherwise (and for the filter gradient) it returns an
+ * empty Tensor.
  */
 Tensor run_chunked(ConvPass pass, const ConvAttrs& a, const Tensor& x,
                    const Tensor& w, const Tensor& y, const Tensor& bias,
