@@ -186,6 +186,41 @@ TEST_CASE("ReadAhead: after the end, each call reads again") {
   CHECK(ahead.next().empty());
 }
 
+TEST_CASE("ReadAhead: read_inline hands out what was read, then reads on") {
+  for (size_t chunks : {1, 2, 4}) {
+    for (int before : {0, 1, 3, 7}) {
+      CAPTURE(chunks);
+      CAPTURE(before);
+      Source src{random_bytes(1000, static_cast<uint32_t>(before))};
+      ReadAhead ahead(src.fn(), 64, chunks);
+      std::string got;
+      for (int i = 0; i < before; ++i) {
+        const auto chunk = ahead.next();
+        got.append(reinterpret_cast<const char*>(chunk.data()), chunk.size());
+      }
+      CHECK(ahead.reads_ahead());
+      ahead.read_inline();
+      CHECK_FALSE(ahead.reads_ahead());
+      const int reads = src.reads.load();
+      const auto chunk = ahead.next();  // read before, or on this thread
+      got.append(reinterpret_cast<const char*>(chunk.data()), chunk.size());
+      CHECK(src.reads.load() <= reads + 1);
+      ahead.read_inline();  // once stopped, stays stopped
+      CHECK(got + drain(ahead) == src.data);
+      CHECK(ahead.next().empty());
+    }
+  }
+}
+
+TEST_CASE("ReadAhead: the overlap pays unless the pair ran a fifth slower") {
+  // wall, reads, caller's work between chunks (any unit).
+  CHECK(ReadAhead::overlap_pays(10, 10, 3));   // the reads' pace: overlapped
+  CHECK(ReadAhead::overlap_pays(100, 98, 1));  // a slow disk: overlapped
+  CHECK(ReadAhead::overlap_pays(15, 10, 3));   // within a fifth of serial
+  CHECK_FALSE(ReadAhead::overlap_pays(16, 10, 3));
+  CHECK_FALSE(ReadAhead::overlap_pays(19, 10, 3));  // both on one CPU
+}
+
 TEST_CASE("ReadAhead: no chunks, or chunks of no bytes, are refused") {
   Source src{"abc"};
   CHECK_THROWS_AS(ReadAhead(src.fn(), 0, 2), std::invalid_argument);
