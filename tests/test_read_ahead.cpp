@@ -165,7 +165,7 @@ TEST_CASE("ReadAhead: slow and fast callers against slow and fast reads") {
           pos += take;
           return take;
         },
-        64, 4);
+        64, 4, /*judged=*/false);  // two threads to the end, whatever the pace
     std::string got;
     for (auto chunk = ahead.next(); !chunk.empty(); chunk = ahead.next()) {
       if (slow_side == 1 && rng() % 8 == 0) std::this_thread::sleep_for(100us);
@@ -198,7 +198,7 @@ TEST_CASE("ReadAhead: read_inline hands out what was read, then reads on") {
         const auto chunk = ahead.next();
         got.append(reinterpret_cast<const char*>(chunk.data()), chunk.size());
       }
-      CHECK(ahead.reads_ahead());
+      CHECK(ahead.reads_ahead());  // 1000 bytes: before any judgement
       ahead.read_inline();
       CHECK_FALSE(ahead.reads_ahead());
       const int reads = src.reads.load();

@@ -93,17 +93,22 @@ InputStream::InputStream(std::string path, Compression compression,
     if (compressed || !ahead_) buf_ = AlignedBuffer(file_buffer);
     if (compressed && !ahead_) packed_ = AlignedBuffer(file_buffer);
   } catch (...) {
-    if (ahead_) {
-      ahead_.reset();  // before fd_ closes: its thread reads it
-      --g_read_aheads;
-    }
+    ahead_.reset();  // before fd_ closes: its thread reads it
+    release_read_ahead();
     if (zs_open_) inflateEnd(&zs_);
     ::close(fd_);
     throw;
   }
 }
 
+void InputStream::release_read_ahead() {
+  if (!holds_read_ahead_) return;
+  holds_read_ahead_ = false;
+  --g_read_aheads;
+}
+
 void InputStream::start_read_ahead() {
+  holds_read_ahead_ = true;
   try {
     ahead_ = std::make_unique<ReadAhead>(
         [this](unsigned char* dst, size_t n) { return read_file(dst, n); },
@@ -112,20 +117,18 @@ void InputStream::start_read_ahead() {
   } catch (const std::system_error&) {
     // No thread to be had: read on the caller's, as without read-ahead.
   } catch (...) {
-    --g_read_aheads;
+    release_read_ahead();
     throw;
   }
-  if (!ahead_) --g_read_aheads;
+  if (!ahead_) release_read_ahead();
 }
 
 InputStream::~InputStream() {
   // Its thread reads fd_: it ends first. A forked child has no such thread
   // to join (joining would wait forever), and leaves the memory be.
-  if (ahead_) {
-    --g_read_aheads;
-    if (::getpid() != ahead_pid_) (void)ahead_.release();
-    ahead_.reset();
-  }
+  if (ahead_ && ::getpid() != ahead_pid_) (void)ahead_.release();
+  ahead_.reset();
+  release_read_ahead();
   if (zs_open_) inflateEnd(&zs_);
   if (fd_ >= 0) ::close(fd_);
 }
@@ -165,7 +168,11 @@ std::span<const unsigned char> InputStream::read_chunk(
     throw op_error<IOError>(op_, "expected the process that opened ", path_,
                             " (pid ", ahead_pid_, "), got a forked child (pid ",
                             ::getpid(), "): open the file again there");
-  return ahead_->next();
+  const std::span<const unsigned char> chunk = ahead_->next();
+  // Its thread ended (the end, an error, or it did not pay): another
+  // stream may take one.
+  if (!ahead_->reads_ahead()) release_read_ahead();
+  return chunk;
 }
 
 bool InputStream::fill() {

@@ -85,7 +85,8 @@ class InputStream {
 
  private:
   [[noreturn]] void overrun(size_t n) const;
-  void start_read_ahead();  // a thread is reserved (g_read_aheads)
+  void start_read_ahead();    // a thread is reserved (g_read_aheads)
+  void release_read_ahead();  // gives the reservation back, once
   bool fill();  // refills view_ (buf_pos_ == buf_end_ before); false at end
   size_t read_file(unsigned char* dst, size_t n) const;
   // The file's next bytes into `dst` (plain reads) or `packed_` (compressed);
@@ -102,7 +103,8 @@ class InputStream {
   const unsigned char* view_ = nullptr;
   size_t buf_pos_ = 0, buf_end_ = 0;
   std::unique_ptr<ReadAhead> ahead_;
-  pid_t ahead_pid_ = 0;  // the process whose thread ahead_ runs
+  pid_t ahead_pid_ = 0;            // the process whose thread ahead_ runs
+  bool holds_read_ahead_ = false;  // counted in g_read_aheads
   // Compressed input only.
   AlignedBuffer packed_;
   z_stream zs_{};

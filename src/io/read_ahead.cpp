@@ -1,9 +1,11 @@
 #include "read_ahead.hpp"
 
-#include <time.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <chrono>
-#include <cstdio>
+#include <cstdlib>
+#include <memory>
 #include <stdexcept>
 
 namespace tapeflow::io::detail {
@@ -26,23 +28,34 @@ bool in_window(size_t chunk) {
 }
 
 /**
- * The calling thread's time waiting to run on a CPU so far (the second
- * field of /proc/thread-self/schedstat), in ns; 0 where the kernel has none.
+ * A thread's time waiting to run on a CPU so far, in ns, from `fd`: its
+ * /proc/thread-self/schedstat (the second field); 0 where there is none.
  */
-int64_t run_queue_ns() {
-  FILE* f = std::fopen("/proc/thread-self/schedstat", "r");
-  if (!f) return 0;
-  unsigned long long on_cpu = 0, waiting = 0;
-  const bool read = std::fscanf(f, "%llu %llu", &on_cpu, &waiting) == 2;
-  std::fclose(f);
-  return read ? static_cast<int64_t>(waiting) : 0;
+int64_t run_queue_ns(int fd) {
+  char text[96];
+  const ssize_t n = fd < 0 ? -1 : ::pread(fd, text, sizeof text - 1, 0);
+  if (n <= 0) return 0;
+  text[n] = '\0';
+  char* end = nullptr;
+  std::strtoull(text, &end, 10);  // time on a CPU
+  return static_cast<int64_t>(std::strtoull(end, nullptr, 10));
 }
 
-int64_t thread_cpu_ns() {
-  timespec t{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return int64_t{t.tv_sec} * 1000000000 + t.tv_nsec;
-}
+/** The calling thread's schedstat, open (-1 where the kernel has none). */
+class RunQueueClock {
+ public:
+  RunQueueClock()
+      : fd_(::open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC)) {}
+  ~RunQueueClock() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  RunQueueClock(const RunQueueClock&) = delete;
+  RunQueueClock& operator=(const RunQueueClock&) = delete;
+  int64_t ns() const { return run_queue_ns(fd_); }
+
+ private:
+  int fd_;
+};
 
 int64_t wall_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -68,8 +81,12 @@ bool ReadAhead::overlap_pays(int64_t wall_ns, int64_t read_ns,
   return wall_ns * 5 <= (read_ns + work_ns) * 6;
 }
 
-ReadAhead::ReadAhead(ReadFn read, size_t chunk_bytes, size_t chunks)
-    : read_(std::move(read)), ring_(chunks), wake_after_(chunks / 2) {
+ReadAhead::ReadAhead(ReadFn read, size_t chunk_bytes, size_t chunks,
+                     bool judged)
+    : read_(std::move(read)),
+      ring_(chunks),
+      wake_after_(chunks / 2),
+      judged_(judged) {
   if (chunk_bytes == 0 || chunks == 0)
     throw std::invalid_argument("ReadAhead: chunks of 0 bytes or no chunks");
   for (Chunk& c : ring_) c.buffer = AlignedBuffer(chunk_bytes);
@@ -104,22 +121,27 @@ bool ReadAhead::reads_ahead() const {
 }
 
 void ReadAhead::judge() {
-  if (stopped_ || returned_ < kJudgeFrom ||
+  if (!judged_ || stopped_ || returned_ < kJudgeFrom ||
       returned_ > kJudgeFrom + kJudgeChunks)
     return;
+  const int64_t now = wall_ns();
   if (returned_ == kJudgeFrom) {
-    window_start_ns_ = wall_ns();
+    window_start_ns_ = now;
+    caller_queued_ns_ = RunQueueClock().ns();
     return;
   }
-  work_cpu_ns_ += thread_cpu_ns() - returned_cpu_ns_;  // on chunk returned_-1
+  work_ns_ += now - returned_at_ns_;  // the caller's, on chunk returned_-1
   if (returned_ < kJudgeFrom + kJudgeChunks || ended_) return;
-  const int64_t wall = wall_ns() - window_start_ns_;
+  // Its time between chunks less its waits for a CPU: what it would spend
+  // between reads on its own, blocking included.
+  const int64_t work = std::max<int64_t>(
+      0, work_ns_ - (RunQueueClock().ns() - caller_queued_ns_));
   int64_t read_cost;
   {
     std::lock_guard lock(mutex_);
     read_cost = read_cost_ns_;
   }
-  if (!overlap_pays(wall, read_cost, work_cpu_ns_)) read_inline();
+  if (!overlap_pays(now - window_start_ns_, read_cost, work)) read_inline();
 }
 
 size_t ReadAhead::free_chunks() const {
@@ -127,7 +149,7 @@ size_t ReadAhead::free_chunks() const {
 }
 
 void ReadAhead::run() {
-  int64_t queued_at_window = 0;  // run_queue_ns() as the window's reads begin
+  std::unique_ptr<RunQueueClock> queue;  // open over the judged window
   for (size_t i = 0;; ++i) {
     Chunk& chunk = ring_[i % ring_.size()];
     {
@@ -140,21 +162,23 @@ void ReadAhead::run() {
     }
     size_t got = 0;
     std::exception_ptr error;
-    // What the window's reads would cost the caller: their time, less the
-    // time this thread waited for a CPU meanwhile (a slow disk's wait
-    // counts, a busy CPU's not; the kernel's count is read twice a window,
-    // each read costs a file's open).
-    const bool timed = in_window(i);
-    if (i == kJudgeFrom) queued_at_window = run_queue_ns();
-    const int64_t wall_before = timed ? wall_ns() : 0;
+    // What the window's reads would cost the caller: their time, less this
+    // thread's waits for a CPU meanwhile (a slow disk's wait counts, a busy
+    // CPU's not).
+    const bool timed = judged_ && in_window(i);
+    if (timed && !queue) queue = std::make_unique<RunQueueClock>();
+    const int64_t wall_before = timed ? wall_ns() : 0,
+                  queued_before = timed ? queue->ns() : 0;
     try {
       got = read_(chunk.buffer.data(), chunk.buffer.size());
     } catch (...) {
       error = std::current_exception();
     }
-    int64_t read_cost = timed ? wall_ns() - wall_before : 0;
-    if (i + 1 == kJudgeFrom + kJudgeChunks)
-      read_cost -= run_queue_ns() - queued_at_window;
+    const int64_t read_cost =
+        timed ? std::max<int64_t>(0, (wall_ns() - wall_before) -
+                                         (queue->ns() - queued_before))
+              : 0;
+    if (timed && i + 1 == kJudgeFrom + kJudgeChunks) queue.reset();
     bool ended, wake;
     {
       std::lock_guard lock(mutex_);
@@ -207,7 +231,8 @@ std::span<const unsigned char> ReadAhead::next() {
   }
   const Chunk& chunk = ring_[returned_++ % ring_.size()];
   holding_ = true;
-  if (in_window(returned_ - 1)) returned_cpu_ns_ = thread_cpu_ns();
+  lock.unlock();
+  if (in_window(returned_ - 1)) returned_at_ns_ = wall_ns();
   return {chunk.buffer.data(), chunk.size};
 }
 

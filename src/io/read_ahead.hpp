@@ -24,10 +24,11 @@ class ReadAhead {
    * Starts reading: `read(dst, n)` fills dst with up to n bytes (fewer only
    * at the end of the file) or throws; it runs on the read-ahead thread, one
    * call per chunk (and on the caller's after the end). Throws
-   * std::system_error when no thread can start.
+   * std::system_error when no thread can start. Not `judged`, it reads
+   * ahead to the end whatever the pace (see read_inline).
    */
   using ReadFn = std::function<size_t(unsigned char* dst, size_t n)>;
-  ReadAhead(ReadFn read, size_t chunk_bytes, size_t chunks);
+  ReadAhead(ReadFn read, size_t chunk_bytes, size_t chunks, bool judged = true);
   /** Stops the thread after the read in progress, if any. */
   ~ReadAhead();
   ReadAhead(const ReadAhead&) = delete;
@@ -55,8 +56,8 @@ class ReadAhead {
   /**
    * Whether a window that took `wall_ns` overlapped its reads (`read_ns`:
    * their time, less the read-ahead thread's waits for a CPU) with the
-   * caller's work between chunks (`work_ns`, its CPU time) enough to beat
-   * the two one after the other.
+   * caller's time between chunks less its own waits for a CPU, `work_ns`)
+   * enough to beat the two one after the other.
    */
   static bool overlap_pays(int64_t wall_ns, int64_t read_ns, int64_t work_ns);
 
@@ -89,10 +90,12 @@ class ReadAhead {
   bool stopped_ = false;       // read_inline() joined the thread
   std::exception_ptr error_;
   // The window next() judges (read_ahead.cpp): its reads' cost (under
-  // mutex_); the caller's CPU time between chunks, the window's start, and
-  // the caller's CPU clock at the last chunk out.
+  // mutex_); the caller's time between chunks, the window's start, when the
+  // last chunk went out, and the caller's waits for a CPU at the start.
+  const bool judged_;
   int64_t read_cost_ns_ = 0;
-  int64_t work_cpu_ns_ = 0, window_start_ns_ = 0, returned_cpu_ns_ = 0;
+  int64_t work_ns_ = 0, window_start_ns_ = 0, returned_at_ns_ = 0,
+          caller_queued_ns_ = 0;
   std::thread thread_;  // last: starts once the members above exist
 };
 
