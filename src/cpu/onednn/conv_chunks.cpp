@@ -43,6 +43,12 @@ constexpr size_t kWholeBytes = size_t{16} << 20;
  */
 constexpr size_t kHandoverBytes = size_t{16} << 20;
 
+/** The bytes of `p`'s activations, x and y, in its own layouts. */
+size_t activation_bytes(const ConvPrimitive& p) {
+  return p.src.internal.get_desc().get_size() +
+         p.dst.internal.get_desc().get_size();
+}
+
 /** Whether either activation of `p` reaches its primitive as bfloat16. */
 bool takes_bf16(const ConvPrimitive& p) {
   constexpr auto bf16 = memory::data_type::bf16;
@@ -273,17 +279,14 @@ int64_t images_per_chunk(const ConvPrimitive& whole, ConvPass pass, int64_t n,
   // image longer than another and the shares are short, the others idle
   // longer than the chunks save.
   if (n % threads != 0 && n < 8 * threads) return n;
-  const size_t bytes = whole.src.internal.get_desc().get_size() +
-                       whole.dst.internal.get_desc().get_size();
+  const size_t bytes = activation_bytes(whole);
   const bool stays_whole = pass == ConvPass::grad_filter || takes_bf16(whole);
   if (bytes <= (stays_whole ? kWholeBytes : kChunkBytes)) return n;
   return std::clamp<int64_t>(kChunkBytes / (bytes / n), 1, n);
 }
 
 bool hands_over_chunked(const ConvPrimitive& whole) {
-  return whole.src.internal.get_desc().get_size() +
-             whole.dst.internal.get_desc().get_size() <=
-         kHandoverBytes;
+  return activation_bytes(whole) <= kHandoverBytes;
 }
 
 Tensor run_chunked(ConvPass pass, const ConvAttrs& a, const Tensor& x,
