@@ -52,6 +52,10 @@ const std::vector<Geometry>& geometries() {
       {{1, 1, 4, 1}, {2, 1, 1, 11}, {1, 1}, {0, 0, 10, 0}},
       // Pads past the dilated filter's extent.
       {{2, 2, 5, 6}, {3, 2, 2, 3}, {2, 1}, {4, 5, 3, 4}},
+      // Outputs as wide as the inputs, padded on one side only: the forward
+      // stages each plane in one copy; dilated, shifted left by up to 4.
+      {{1, 2, 5, 4}, {2, 2, 3, 3}, {1, 1}, {1, 1, 2, 0}},
+      {{2, 1, 6, 9}, {3, 1, 3, 3}, {1, 2}, {1, 1, 0, 4}},
   };
   return table;
 }
