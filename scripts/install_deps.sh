@@ -5,6 +5,10 @@
 #   scripts/install_deps.sh --peers   also the benchmark peers: OpenBLAS, Debian's
 #                                     libtorch 1.13 and PyTorch 2.x's C++ libraries
 #                                     from PyPI (scripts/fetch_torch_peer.sh)
+#   scripts/install_deps.sh --python-peers  also PyTorch, TensorFlow and JAX in
+#                                     a virtual environment for
+#                                     tools/cpu_python_peers.py
+#                                     (scripts/fetch_python_peers.sh; ~7 GB)
 set -euo pipefail
 
 packages=(
@@ -32,6 +36,9 @@ if [[ "${1:-}" == "--peers" ]]; then
   # through pip download): Debian's 1.13 stays as the fallback peer.
   packages+=(libtorch-dev libopenblas0-pthread python3-pip)
 fi
+if [[ "${1:-}" == "--python-peers" ]]; then
+  packages+=(python3-venv util-linux)  # util-linux: taskset, for 1-thread runs
+fi
 
 missing=()
 for p in "${packages[@]}"; do
@@ -47,4 +54,7 @@ if ((${#missing[@]})); then
 fi
 if [[ "${1:-}" == "--peers" ]]; then
   bash "$(dirname "$0")/fetch_torch_peer.sh"
+fi
+if [[ "${1:-}" == "--python-peers" ]]; then
+  bash "$(dirname "$0")/fetch_python_peers.sh"
 fi
