@@ -56,6 +56,8 @@ const std::vector<Geometry>& geometries() {
       // stages each plane in one copy; dilated, shifted left by up to 4.
       {{1, 2, 5, 4}, {2, 2, 3, 3}, {1, 1}, {1, 1, 2, 0}},
       {{2, 1, 6, 9}, {3, 1, 3, 3}, {1, 2}, {1, 1, 0, 4}},
+      // Filter-gradient rows (ow 14 rounded up to 16) as wide as the input's.
+      {{2, 1, 5, 16}, {3, 1, 3, 3}, {1, 1}, {0, 0, 0, 0}},
   };
   return table;
 }
@@ -172,19 +174,24 @@ TEST_CASE("few-channel filter gradient equals the direct loops") {
 }
 
 TEST_CASE("few-channel filter gradient: an inf reaches only its taps") {
-  // x's last column is in tap 2's windows only. The staged rows run past the
-  // 6 outputs to a whole batch, and those columns meet dy's zero tail: an inf
+  // The last column of x's first row is in tap 2's windows only. The staged
+  // rows run past the 6 outputs to a whole batch, as wide as x's rows (each
+  // plane staged in one copy), and those columns meet dy's zero tail: an inf
   // staged there would make taps 0 and 1 NaN (0 * inf).
   const tpf::ConvAttrs a = attrs({1, 1}, {0, 0, 0, 0});
   const tpf::Shape w{1, 1, 1, 3};
-  const auto x = tpf::concat({tpf::full({1, 1, 1, 7}, 1.0, tpf::float32),
-                              tpf::full({1, 1, 1, 1}, INFINITY, tpf::float32)},
-                             3);
-  const auto dy = tpf::full({1, 1, 1, 6}, 1.0, tpf::float32);
+  const auto x =
+      tpf::reshape(tpf::concat({tpf::full({1, 1, 1, 7}, 1.0, tpf::float32),
+                                tpf::full({1, 1, 1, 1}, INFINITY, tpf::float32),
+                                tpf::full({1, 1, 1, 8}, 1.0, tpf::float32)},
+                               3),
+                   {1, 1, 2, 8});
+  const auto dy = tpf::full({1, 1, 2, 6}, 1.0, tpf::float32);
   auto dw = tpf::empty(w, tpf::float32);
   tpf::cpu::few_channels_conv_grad_filter(a, x, dy, dw);
-  CHECK(dw.to_vector<float>() ==
-        std::vector<float>{6.0f, 6.0f, std::numeric_limits<float>::infinity()});
+  CHECK(
+      dw.to_vector<float>() ==
+      std::vector<float>{12.0f, 12.0f, std::numeric_limits<float>::infinity()});
 }
 
 TEST_CASE("few-channel kernels: which convolutions they take") {

@@ -119,10 +119,11 @@ struct StagedImage {
   }
   /**
    * Staged rows as wide as the input's (a forward whose output is as wide
-   * as its input) put input column q of every row at the same distance from
-   * it: one copy of the whole plane, then the columns outside [first, last)
-   * that it carried over zeroed again. Conv a's forward (28 floats a row)
-   * spent 5 % of its time staging with a memcpy a row, 4 % so.
+   * as its input, a filter gradient whose rows rounded up to whole batches
+   * are) put input column q of every row at the same distance from it: one
+   * copy of the whole plane, then the columns outside [first, last) that it
+   * carried over zeroed again. Conv a's forward (28 floats a row) spent 5 %
+   * of its time staging with a memcpy a row, 4 % so.
    */
   void stage_as_one_run(const float* x_plane, float* top_row, int64_t first,
                         int64_t last, int64_t shift) {
