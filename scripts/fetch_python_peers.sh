@@ -13,6 +13,7 @@ if [[ ! -x "$dest/bin/python" ]]; then
   [[ $(id -u) -ne 0 ]] && sudo="sudo"
   $sudo mkdir -p "$(dirname "$dest")"
   $sudo python3 -m venv "$dest"
+  $sudo chown -R "$(id -u):$(id -g)" "$dest"  # pip below runs as the caller
 fi
 "$dest/bin/python" -m pip install --quiet torch tensorflow-cpu "jax[cpu]"
 "$dest/bin/python" - <<'PY'

@@ -14,9 +14,9 @@ Cases, as tapeflow_bench defines them (benchmarks/bench_cases.hpp):
 TensorFlow and JAX run channels-last (their CPU layout), PyTorch NCHW as
 tapeflow does. JAX's Adam is written out (no optax), with Keras' epsilon.
 
-Each framework and thread count runs in a process of its own; at 1 thread it
-is also pinned to one CPU (taskset), so that XLA's and Eigen's pools stay on
-it. A time is the best of --repeats timings of about --seconds each after
+Each framework and thread count runs in a process of its own, pinned to
+that many CPUs (taskset: XLA sizes its pool to the CPUs it may use), with the
+framework's own thread settings too. A time is the best of --repeats timings of about --seconds each after
 warm-up (compilation included in the warm-up), which favours the peer over
 tapeflow_bench's medians.
 
@@ -113,30 +113,34 @@ def tensorflow_cases(threads):
         dy = tf.random.uniform([n, hw, hw, o])
 
         @tf.function
-        def fwd(x=x, w=w):
+        def fwd(x, w):
             return tf.nn.conv2d(x, w, 1, "SAME")
 
         @tf.function
-        def train(x=x, w=w, dy=dy):
+        def train(x, w, dy):
             with tf.GradientTape() as tape:
                 tape.watch([x, w])
                 y = tf.nn.conv2d(x, w, 1, "SAME")
             # y returned too: unused, the graph would drop the forward.
             return [y] + tape.gradient(y, [x, w], output_gradients=dy)
 
-        cases[f"conv2d_{name}_fwd"], cases[f"conv2d_{name}_train"] = fwd, train
+        cases[f"conv2d_{name}_fwd"] = lambda f=fwd, x=x, w=w: f(x, w)
+        cases[f"conv2d_{name}_train"] = (
+            lambda f=train, x=x, w=w, dy=dy: f(x, w, dy))
 
     def stepper(model, x, y, loss_fn):
         opt = keras.optimizers.Adam(1e-3, epsilon=1e-7)
 
+        # The batch an argument: a small captured tensor becomes a constant
+        # that Grappler may fold.
         @tf.function
-        def step():
+        def step(x, y):
             with tf.GradientTape() as tape:
                 loss = loss_fn(y, model(x, training=True))
             grads = tape.gradient(loss, model.trainable_variables)
             opt.apply_gradients(zip(grads, model.trainable_variables))
             return loss
-        return lambda: step().numpy()
+        return lambda: step(x, y).numpy()
 
     L = keras.layers
     cnn = keras.Sequential([
@@ -162,13 +166,14 @@ def tensorflow_cases(threads):
 
 def jax_adam_stepper(jax, loss_fn, params, batch):
     """A jitted step of Adam 1e-3 (Keras' epsilon 1e-7) on loss_fn(params,
-    batch, key); the returned callable carries the state and blocks on the
-    loss."""
+    batch, key); the returned callable carries the state and blocks on all
+    of it. The batch is an argument: closed over, it would be a constant
+    that XLA may fold."""
     jnp = jax.numpy
     b1, b2, lr, eps = 0.9, 0.999, 1e-3, 1e-7
 
     @jax.jit
-    def step(params, m, v, t, key):
+    def step(params, m, v, t, key, batch):
         key, sub = jax.random.split(key)
         loss, g = jax.value_and_grad(loss_fn)(params, batch, sub)
         t = t + 1
@@ -183,9 +188,9 @@ def jax_adam_stepper(jax, loss_fn, params, batch):
     state = [params, zeros, zeros, jnp.float32(0), jax.random.PRNGKey(0)]
 
     def run():
-        loss, *rest = step(*state)
+        loss, *rest = step(*state, batch)
         state[:] = rest
-        return loss.block_until_ready()
+        return jax.block_until_ready((loss, rest))
     return run
 
 
@@ -272,26 +277,31 @@ def worker(args):
     for name, fn in cases.items():
         if args.filter and args.filter not in name:
             continue
-        seconds = seconds_per_call(fn, args.warmup, args.seconds, args.repeats)
+        try:
+            seconds = seconds_per_call(fn, args.warmup, args.seconds,
+                                       args.repeats)
+        except Exception as e:  # one case's failure leaves the others
+            print(json.dumps({"failed": f"{args.worker} {name}: {e}"}),
+                  flush=True)
+            continue
         print(json.dumps({"case": name, "version": version,
                           "seconds": seconds}), flush=True)
 
 
 def run_worker(framework, threads, args):
     """{case: seconds} and the framework's version, from a process of its
-    own (pinned to one CPU at 1 thread)."""
+    own pinned to `threads` CPUs: XLA sizes its pool to the CPUs a process
+    may use, whatever it is told."""
     env = dict(os.environ)
-    cmd = [sys.executable, os.path.abspath(__file__), "--worker", framework,
+    cmd = ["taskset", "-c", f"0-{threads - 1}", sys.executable,
+           os.path.abspath(__file__), "--worker", framework,
            "--threads", str(threads), "--warmup", str(args.warmup),
            "--seconds", str(args.seconds), "--repeats", str(args.repeats)]
     if args.filter:
         cmd += ["--filter", args.filter]
     if threads == 1:
         env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") +
-                            " --xla_cpu_multi_thread_eigen=false"
-                            " intra_op_parallelism_threads=1").strip()
-        if shutil.which("taskset"):
-            cmd = ["taskset", "-c", "0"] + cmd
+                            " --xla_cpu_multi_thread_eigen=false").strip()
     done = subprocess.run(cmd, env=env, capture_output=True, text=True)
     times, version = {}, None
     for line in done.stdout.splitlines():
@@ -301,6 +311,9 @@ def run_worker(framework, threads, args):
         if "skipped" in row:
             print(f"{TOOL}: {row['skipped']}")
             return {}, None
+        if "failed" in row:
+            print(f"{TOOL}: {row['failed']}")
+            continue
         times[row["case"]], version = row["seconds"], row["version"]
     if done.returncode != 0:
         print(f"{TOOL}: {framework} at {threads} thread(s) exited with "
@@ -349,7 +362,13 @@ def main():
         worker(args)
         return
     frameworks = [f for f in args.frameworks.split(",") if f]
-    for threads in (int(t) for t in args.threads.split(",")):
+    counts = [int(t) for t in args.threads.split(",")]
+    if not shutil.which("taskset"):
+        sys.exit(f"{TOOL}: taskset (util-linux) is needed to pin the peers")
+    if max(counts) > len(os.sched_getaffinity(0)):
+        sys.exit(f"{TOOL}: {max(counts)} threads asked for, "
+                 f"{len(os.sched_getaffinity(0))} CPUs available")
+    for threads in counts:
         tapeflow = tapeflow_seconds(args.tapeflow_dir, threads)
         peers, versions = {}, []
         for framework in frameworks:
