@@ -76,6 +76,13 @@ std::pair<tpf::Tensor, tpf::Tensor> at_one_and_two_threads(
   return {by_threads[0], by_threads[1]};
 }
 
+/** x (1, 1, 2, 8) of ones but for an inf at the end of its first row. */
+tpf::Tensor ones_with_inf_ending_row_0() {
+  auto x = tpf::full({1, 1, 2, 8}, 1.0, tpf::float32);
+  x.data<float>()[7] = INFINITY;
+  return x;
+}
+
 }  // namespace
 
 TEST_CASE("few-channel forward equals the direct loops") {
@@ -116,12 +123,7 @@ TEST_CASE("few-channel forward: an inf reaches only the windows that hold it") {
   // Staged rows lie back to back as y's do, so a batch of outputs spans rows:
   // the inf at the end of row 0 must not reach row 1's outputs.
   const tpf::ConvAttrs a = attrs({1, 1}, {0, 0, 0, 0});
-  const auto x =
-      tpf::reshape(tpf::concat({tpf::full({1, 1, 1, 7}, 1.0, tpf::float32),
-                                tpf::full({1, 1, 1, 1}, INFINITY, tpf::float32),
-                                tpf::full({1, 1, 1, 8}, 1.0, tpf::float32)},
-                               3),
-                   {1, 1, 2, 8});
+  const auto x = ones_with_inf_ending_row_0();
   const auto w = tpf::full({1, 1, 1, 3}, 1.0, tpf::float32);
   auto y = tpf::empty({1, 1, 2, 6}, tpf::float32);
   tpf::cpu::few_channels_conv_forward(a, x, w, tpf::Tensor(), y, false);
@@ -180,12 +182,7 @@ TEST_CASE("few-channel filter gradient: an inf reaches only its taps") {
   // staged there would make taps 0 and 1 NaN (0 * inf).
   const tpf::ConvAttrs a = attrs({1, 1}, {0, 0, 0, 0});
   const tpf::Shape w{1, 1, 1, 3};
-  const auto x =
-      tpf::reshape(tpf::concat({tpf::full({1, 1, 1, 7}, 1.0, tpf::float32),
-                                tpf::full({1, 1, 1, 1}, INFINITY, tpf::float32),
-                                tpf::full({1, 1, 1, 8}, 1.0, tpf::float32)},
-                               3),
-                   {1, 1, 2, 8});
+  const auto x = ones_with_inf_ending_row_0();
   const auto dy = tpf::full({1, 1, 2, 6}, 1.0, tpf::float32);
   auto dw = tpf::empty(w, tpf::float32);
   tpf::cpu::few_channels_conv_grad_filter(a, x, dy, dw);
