@@ -141,12 +141,17 @@ void tf_matmul(benchmark::State& state, int64_t n);
 // nn cases (bench_nn_conv.cpp; raw oneDNN in onednn_peer_nn.cpp; libtorch in
 // torch_peer_nn.cpp). train = forward + gradients wrt input and filter (conv),
 // input (pool), input, scale and offset (batch norm) for a fixed dy.
-void tf_conv2d(benchmark::State& state, ConvShape s, bool train);
+// conv2d with channels_last: x (n, hw, hw, c), filter (k, k, c, o), the
+// layout TensorFlow users hold (data_format NHWC); the raw oneDNN peer then
+// takes and returns nhwc activations.
+void tf_conv2d(benchmark::State& state, ConvShape s, bool train,
+               bool channels_last);
 void tf_max_pool2d(benchmark::State& state, PoolShape s, bool train);
 /** max_pool2d_with_argmax (forward, output and indices) on the same shapes. */
 void tf_max_pool2d_with_argmax(benchmark::State& state, PoolShape s);
 void tf_batch_norm(benchmark::State& state, bool train);
-void onednn_conv2d(benchmark::State& state, ConvShape s, bool train);
+void onednn_conv2d(benchmark::State& state, ConvShape s, bool train,
+                   bool channels_last);
 void onednn_max_pool2d(benchmark::State& state, PoolShape s, bool train);
 void onednn_batch_norm(benchmark::State& state, bool train);
 // train_step_cnn / train_step_softmax (bench_train.cpp; libtorch in

@@ -137,15 +137,21 @@ void register_all() {
       reg(name + "/libtorch", kMillisecond, torch_peer::matmul, n);
     reg(name + "/onednn", kMillisecond, onednn_matmul, n);
   }
-  // nn: conv2d_<a|b|c>_<fwd|train>, max_pool2d_*, batch_norm_*.
-  for (const ConvShape& s : kConvShapes) {
-    for (bool train : {false, true}) {
-      const std::string name =
-          std::string("conv2d_") + s.name + (train ? "_train" : "_fwd");
-      reg(name + "/tapeflow", kMillisecond, tf_conv2d, s, train);
-      if constexpr (kTorch)
-        reg(name + "/libtorch", kMillisecond, torch_peer::conv2d, s, train);
-      reg(name + "/onednn", kMillisecond, onednn_conv2d, s, train);
+  // nn: conv2d_<a|b|c>_<fwd|train>, conv2d_<b|c>_nhwc_<fwd|train> (conv a's
+  // one channel is the same memory either way), max_pool2d_*, batch_norm_*.
+  for (bool last : {false, true}) {
+    for (const ConvShape& s : kConvShapes) {
+      if (last && s.c == 1) continue;
+      for (bool train : {false, true}) {
+        const std::string name = std::string("conv2d_") + s.name +
+                                 (last ? "_nhwc" : "") +
+                                 (train ? "_train" : "_fwd");
+        reg(name + "/tapeflow", kMillisecond, tf_conv2d, s, train, last);
+        if constexpr (kTorch)
+          if (!last)
+            reg(name + "/libtorch", kMillisecond, torch_peer::conv2d, s, train);
+        reg(name + "/onednn", kMillisecond, onednn_conv2d, s, train, last);
+      }
     }
   }
   for (const PoolShape& s : kPoolShapes) {

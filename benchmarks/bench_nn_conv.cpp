@@ -46,13 +46,19 @@ void run(benchmark::State& state, bool train,
 
 }  // namespace
 
-void tf_conv2d(benchmark::State& state, ConvShape s, bool train) {
+void tf_conv2d(benchmark::State& state, ConvShape s, bool train,
+               bool channels_last) {
   tpf::manual_seed(42);
-  const tpf::Tensor x = uniform({s.n, s.c, s.hw, s.hw});
-  const tpf::Tensor w = uniform({s.o, s.c, s.k, s.k});
   const int64_t out = s.hw + 2 * s.pad - s.k + 1;
-  const tpf::Tensor dy = uniform({s.n, s.o, out, out});
-  const tpf::nn::ConvOptions o{.padding = {s.pad, s.pad, s.pad, s.pad}};
+  const bool last = channels_last;
+  const tpf::Tensor x = uniform(last ? tpf::Shape{s.n, s.hw, s.hw, s.c}
+                                     : tpf::Shape{s.n, s.c, s.hw, s.hw});
+  const tpf::Tensor w = uniform(last ? tpf::Shape{s.k, s.k, s.c, s.o}
+                                     : tpf::Shape{s.o, s.c, s.k, s.k});
+  const tpf::Tensor dy = uniform(last ? tpf::Shape{s.n, out, out, s.o}
+                                      : tpf::Shape{s.n, s.o, out, out});
+  const tpf::nn::ConvOptions o{.padding = {s.pad, s.pad, s.pad, s.pad},
+                               .data_format = last ? "NHWC" : "NCHW"};
   run(state, train, {x, w}, dy, [&] { return tpf::nn::conv2d(x, w, o); });
   set_conv_flops(state, s, train);
 }

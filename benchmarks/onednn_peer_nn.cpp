@@ -3,6 +3,8 @@
 // convolutions, the blocked nChw16c/nChw8c for pooling and batch norm) and
 // filled by reorders outside the loop. Outputs stay in those layouts: the
 // best oneDNN can do, with no reorder back to the plain NCHW tapeflow returns.
+// The channels-last convolutions take and return nhwc activations instead
+// (the filter still in oneDNN's layout): what a caller holding NHWC gets.
 #include <dnnl.hpp>
 #include <random>
 #include <unordered_map>
@@ -69,17 +71,24 @@ void run(benchmark::State& state, Ctx& c,
 
 }  // namespace
 
-void onednn_conv2d(benchmark::State& state, ConvShape s, bool train) {
+void onednn_conv2d(benchmark::State& state, ConvShape s, bool train,
+                   bool channels_last) {
   Ctx c;
   const int64_t out = s.hw + 2 * s.pad - s.k + 1;
   const memory::dims xd{s.n, s.c, s.hw, s.hw}, wd{s.o, s.c, s.k, s.k},
       yd{s.n, s.o, out, out}, st{1, 1}, pad{s.pad, s.pad};
+  // Activations in oneDNN's choice of layout, or the nhwc a caller holds.
+  const auto activation = [&](const memory::dims& d) {
+    return channels_last ? memory::desc(d, memory::data_type::f32,
+                                        memory::format_tag::nhwc)
+                         : any(d);
+  };
   const auto algo = algorithm::convolution_direct;
   using Fwd = dnnl::convolution_forward;
   const Fwd::primitive_desc fwd(
       Fwd::desc(
           train ? prop_kind::forward_training : prop_kind::forward_inference,
-          algo, any(xd), any(wd), any(yd), st, pad, pad),
+          algo, activation(xd), any(wd), activation(yd), st, pad, pad),
       c.eng);
   const memory x = filled(c, fwd.src_desc()), w = filled(c, fwd.weights_desc()),
                y(fwd.dst_desc(), c.eng);
@@ -91,9 +100,11 @@ void onednn_conv2d(benchmark::State& state, ConvShape s, bool train) {
     using Bwd = dnnl::convolution_backward_data;
     using Bww = dnnl::convolution_backward_weights;
     const Bwd::primitive_desc bd(
-        Bwd::desc(algo, any(xd), any(wd), any(yd), st, pad, pad), c.eng, fwd);
+        Bwd::desc(algo, activation(xd), any(wd), activation(yd), st, pad, pad),
+        c.eng, fwd);
     const Bww::primitive_desc bw(
-        Bww::desc(algo, any(xd), any(wd), any(yd), st, pad, pad), c.eng, fwd);
+        Bww::desc(algo, activation(xd), any(wd), activation(yd), st, pad, pad),
+        c.eng, fwd);
     // Operands in each primitive's own layout, prepared outside the loop.
     const memory dy = filled(c, bd.diff_dst_desc());
     const memory dy_w = bw.diff_dst_desc() == bd.diff_dst_desc()

@@ -12,13 +12,14 @@ Cases, as tapeflow_bench defines them (benchmarks/bench_cases.hpp):
                       models.hpp), batch 64, Adam 1e-3 (epsilon 1e-7)
   train_step_mlp      64-64-64-4 tanh, batch 32, mean squared error, Adam
 TensorFlow and JAX run channels-last (their CPU layout), PyTorch NCHW as
-tapeflow does. JAX's Adam is written out (no optax), with Keras' epsilon.
+tapeflow does; their convolutions are also set against tapeflow's
+conv2d_<b|c>_nhwc_* (the same data in TensorFlow's layout). JAX's Adam is written out (no optax), with Keras' epsilon.
 
 Each framework and thread count runs in a process of its own, pinned to
 that many CPUs (taskset: XLA sizes its pool to the CPUs it may use), with the
-framework's own thread settings too. A time is the best of --repeats timings of about --seconds each after
-warm-up (compilation included in the warm-up), which favours the peer over
-tapeflow_bench's medians.
+framework's own thread settings too. A time is the best of --repeats timings
+of about --seconds each after warm-up (compilation included in the
+warm-up), which favours the peer over tapeflow_bench's medians.
 
   python3 tools/bench_table.py build-bench/benchmarks/tapeflow_bench \\
       --threads 1,2 --save-json /tmp/bench -- --benchmark_repetitions=3
@@ -26,10 +27,12 @@ tapeflow_bench's medians.
       --threads 1,2 --tapeflow-dir /tmp/bench
 
 prints, per case and thread count, each peer's time and peer/tapeflow (above
-1: tapeflow is faster). The peers' virtual environment comes from
+1: tapeflow is faster); with bench_table.py's --processes, tapeflow's time is
+the median of its processes'. The peers' virtual environment comes from
 scripts/install_deps.sh --python-peers.
 """
 import argparse
+import glob
 import json
 import os
 import shutil
@@ -41,6 +44,7 @@ from gpu_peer_common import seconds_per_call, tapeflow_runs
 
 TOOL = "cpu_python_peers"
 FRAMEWORKS = ("torch", "tensorflow", "jax")
+CHANNELS_LAST = ("tensorflow", "jax")
 # name, batch, in channels, out channels, height = width, kernel (SAME).
 CONVS = (("a", 64, 1, 32, 28, 5), ("b", 64, 32, 64, 14, 5),
          ("c", 32, 64, 64, 56, 3))
@@ -322,19 +326,24 @@ def run_worker(framework, threads, args):
 
 
 def tapeflow_seconds(directory, threads):
-    """{case: seconds} of tapeflow from bench_table.py's threads_<n>.json:
-    the median of the runs' real times."""
+    """{case: seconds} of tapeflow from bench_table.py's threads_<n>.json, or
+    its threads_<n>_p<k>.json of --processes: per file the median of the
+    runs' real times, then the median over the files."""
     if not directory:
         return {}
     scale = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
-    runs = tapeflow_runs(os.path.join(directory, f"threads_{threads}.json"),
-                         TOOL)
-    out = {}
-    for case, rows in runs.items():
-        plain = [r for r in rows if r.get("run_type") != "aggregate"]
-        out[case] = statistics.median(
-            r["real_time"] * scale[r.get("time_unit", "ns")] for r in plain)
-    return out
+    paths = sorted(glob.glob(
+        os.path.join(directory, f"threads_{threads}_p*.json")))
+    if not paths:
+        paths = [os.path.join(directory, f"threads_{threads}.json")]
+    per_file = {}
+    for path in paths:
+        for case, rows in tapeflow_runs(path, TOOL).items():
+            plain = [r for r in rows if r.get("run_type") != "aggregate"]
+            per_file.setdefault(case, []).append(statistics.median(
+                r["real_time"] * scale[r.get("time_unit", "ns")]
+                for r in plain))
+    return {case: statistics.median(v) for case, v in per_file.items()}
 
 
 def duration(seconds):
@@ -376,6 +385,14 @@ def main():
             if version:
                 versions.append(version)
         ran = [f for f in frameworks if peers[f]]
+        for framework in set(ran) & set(CHANNELS_LAST):
+            with_nhwc = {}
+            for case, seconds in peers[framework].items():
+                nhwc = case.replace("_fwd", "_nhwc_fwd").replace(
+                    "_train", "_nhwc_train")
+                if case.startswith("conv2d_") and nhwc in tapeflow:
+                    with_nhwc[nhwc] = seconds
+            peers[framework].update(with_nhwc)
         if not ran:
             print(f"{TOOL}: no peer ran at {threads} thread(s)")
             continue

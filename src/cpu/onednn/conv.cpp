@@ -65,7 +65,7 @@ Tensor convert_input(ConvOperand& o, const Tensor& t,
     }
   Tensor buffer = onednn::buffer_for(md);
   o.internal.set_data_handle(buffer.raw_data());
-  o.reorder.execute(stream, o.user, o.internal);
+  onednn::reorder_input(o, stream);
   if (leave) leave->operands.push_back({t, buffer, layout_name(md)});
   return buffer;
 }
@@ -113,7 +113,8 @@ void run_whole(ConvPrimitive& p, ConvPass pass, const Tensor& x,
 }
 
 /**
- * Runs one pass on contiguous float32 x, filter and y (one is the output);
+ * Runs one pass on float32 x, filter and y (one is the output), contiguous
+ * but for an input activation that may be channels-last;
  * `bias` (forward only) is contiguous float32 or undefined, and `relu`
  * (forward only) rectifies y as it comes out.
  */
@@ -126,7 +127,8 @@ void run_f32(ConvPass pass, const ConvAttrs& a, const Tensor& x,
   // when made, not when run.
   onednn::sync_threads(threads);
   ConvPrimitive& whole = onednn::conv_primitive(
-      pass, a, x.shape(), w.shape(), y.shape(), bias.defined(), bf16, threads);
+      pass, a, x.shape(), w.shape(), y.shape(), bias.defined(), bf16, threads,
+      onednn::caller_layouts(x, y));
   if (whole.images_per_chunk == 0)
     whole.images_per_chunk =
         onednn::images_per_chunk(whole, pass, x.shape()[0], threads);
@@ -155,6 +157,15 @@ void run_f32(ConvPass pass, const ConvAttrs& a, const Tensor& x,
   run_whole(whole, pass, x, w, y, bias, handoff, stream);
   // Not oneDNN's relu post-op: that one turns NaN into 0.
   if (relu) relu_in_place(y);
+}
+
+/**
+ * An activation input (x, dy) as the oneDNN passes take it: as it is where
+ * contiguous or channels-last (NHWC data seen channels-first: the reorder
+ * into oneDNN's layout reads it in place), else a contiguous copy.
+ */
+Tensor onednn_activation(const Tensor& t) {
+  return onednn::is_channels_last(t) ? t : materialize(t);
 }
 
 /** False (after zero-filling `out`) when there is nothing to sum. */
@@ -202,18 +213,18 @@ void conv_forward(const ConvAttrs& attrs, Inputs in, const Outputs& outs,
     if (relu) relu_in_place(out);
     return;
   }
-  const Tensor x = materialize(in[0]), w = materialize(in[1]);
+  const Tensor w = materialize(in[1]);
   const bool bf16 = multiply_in_bf16();
   if (out.dtype() == float32 && !bf16 &&
-      few_channels_conv_forward_applies(attrs, x.shape(), w.shape())) {
-    few_channels_conv_forward(attrs, x, w, bias, out, relu);
+      few_channels_conv_forward_applies(attrs, in[0].shape(), w.shape())) {
+    few_channels_conv_forward(attrs, materialize(in[0]), w, bias, out, relu);
   } else if (out.dtype() == float32) {
     auto left = payload_for(outs, bf16);
-    run_f32(ConvPass::forward, attrs, x, w, out, bias, bf16,
-            {.leave = left.get()}, relu);
+    run_f32(ConvPass::forward, attrs, onednn_activation(in[0]), w, out, bias,
+            bf16, {.leave = left.get()}, relu);
     outs.leave(std::move(left));
   } else {
-    conv_direct_forward(attrs, x, w, out);
+    conv_direct_forward(attrs, materialize(in[0]), w, out);
     if (bias.defined()) add_bias(bias, out);
     if (relu) relu_in_place(out);
   }
@@ -229,15 +240,15 @@ void conv_relu(const ConvRelu& op, Inputs in, const Outputs& outs) {
 void conv_grad_input(const ConvGradInput& op, Inputs in, const Outputs& outs) {
   Tensor& out = outs[0];
   if (!has_work(in, out)) return;
-  const Tensor dy = materialize(in[0]), w = materialize(in[1]);
+  const Tensor w = materialize(in[1]);
   if (out.dtype() == float32) {
     const bool bf16 = multiply_in_bf16();
     auto left = payload_for(outs, bf16);
-    run_f32(ConvPass::grad_input, op.attrs, out, w, dy, Tensor(), bf16,
-            {.leave = left.get()});
+    run_f32(ConvPass::grad_input, op.attrs, out, w, onednn_activation(in[0]),
+            Tensor(), bf16, {.leave = left.get()});
     outs.leave(std::move(left));
   } else {
-    conv_direct_grad_input(op.attrs, dy, w, out);
+    conv_direct_grad_input(op.attrs, materialize(in[0]), w, out);
   }
 }
 
@@ -245,18 +256,20 @@ void conv_grad_filter(const ConvGradFilter& op, Inputs in,
                       const Outputs& outs) {
   Tensor& out = outs[0];
   if (!has_work(in, out)) return;
-  const Tensor x = materialize(in[0]), dy = materialize(in[1]);
   if (out.dtype() == float32 &&
-      few_channels_conv_applies(op.attrs, x.shape(), out.shape())) {
-    few_channels_conv_grad_filter(op.attrs, x, dy, out);
-  } else if (out.dtype() == float32) {
+      !few_channels_conv_applies(op.attrs, in[0].shape(), out.shape())) {
     const bool bf16 = multiply_in_bf16();
-    run_f32(ConvPass::grad_filter, op.attrs, x, out, dy, Tensor(), bf16,
+    run_f32(ConvPass::grad_filter, op.attrs, onednn_activation(in[0]), out,
+            onednn_activation(in[1]), Tensor(), bf16,
             {.take_x = converted_in(op.x_converted, bf16),
              .take_dy = converted_in(op.dy_converted, bf16)});
-  } else {
-    conv_direct_grad_filter(op.attrs, x, dy, out);
+    return;
   }
+  const Tensor x = materialize(in[0]), dy = materialize(in[1]);
+  if (out.dtype() == float32)
+    few_channels_conv_grad_filter(op.attrs, x, dy, out);
+  else
+    conv_direct_grad_filter(op.attrs, x, dy, out);
 }
 
 }  // namespace

@@ -61,7 +61,10 @@ Shape with_images(Shape s, int64_t images) {
   return s;
 }
 
-/** `t`'s data from image n0 on, for `t` contiguous with the batch first. */
+/**
+ * `t`'s data from image n0 on, for `t` dense with the batch outermost
+ * (contiguous or channels-last).
+ */
 void* image_data(const Tensor& t, int64_t n0) {
   return static_cast<char*>(t.raw_data()) +
          n0 * (t.numel() / t.shape()[0]) * itemsize(t.dtype());
@@ -141,7 +144,7 @@ void bind_activation(ConvOperand& o, const Tensor& t, int64_t n0,
     if (whole) whole->complete = false;
     bind_buffer(o, buffer);
   }
-  if (input) o.reorder.execute(stream, o.user, o.internal);
+  if (input) reorder_input(o, stream);
 }
 
 /**
@@ -242,11 +245,12 @@ Tensor run_chunks(ConvPass pass, const ConvAttrs& a, const Tensor& x,
   Tensor x_buffer, y_buffer, w_buffer;  // this thread's internal memory
   memory::desc w_layout;
   FilterGradientSum sum(w);
+  const CallerLayouts layouts = caller_layouts(x, y);
   for (int64_t n0 = begin; n0 < end; n0 += images_per_chunk) {
     const int64_t images = std::min(images_per_chunk, end - n0);
-    ConvPrimitive& p =
-        conv_primitive(pass, a, with_images(x.shape(), images), w.shape(),
-                       with_images(y.shape(), images), bias.defined(), bf16, 1);
+    ConvPrimitive& p = conv_primitive(pass, a, with_images(x.shape(), images),
+                                      w.shape(), with_images(y.shape(), images),
+                                      bias.defined(), bf16, 1, layouts);
     bind_activation(p.src, x, n0, x_buffer, pass != ConvPass::grad_input,
                     stream, pass == ConvPass::forward ? whole : nullptr);
     bind_activation(p.dst, y, n0, y_buffer, pass != ConvPass::forward, stream,

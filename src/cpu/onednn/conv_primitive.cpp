@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "core/creation_internal.hpp"
+#include "cpu/onednn/channel_blocks.hpp"
 #include "cpu/onednn/common.hpp"
 #include "cpu/onednn/precision.hpp"
 
@@ -28,11 +29,11 @@ memory::desc any_md(const memory::dims& d,
 memory::dims activation_dims(const Shape& s) {
   return dims(s);
 }
-memory::format_tag activation_tag(const Shape& s) {
+memory::format_tag activation_tag(const Shape& s, bool channels_last = false) {
   static const memory::format_tag tags[] = {memory::format_tag::ncw,
                                             memory::format_tag::nchw,
                                             memory::format_tag::ncdhw};
-  return tags[s.size() - 3];
+  return channels_last ? channels_last_tag(s.size()) : tags[s.size() - 3];
 }
 /** Filters oi*, or goi* with the groups split off the out-channels. */
 memory::dims filter_dims(const Shape& s, int64_t groups) {
@@ -62,16 +63,22 @@ ConvOperand operand(const memory::desc& user, const memory::desc& internal,
   o.reorder = output ? dnnl::reorder(o.internal, o.user)
                      : dnnl::reorder(o.user, o.internal);
   o.reordered = true;
+  if (!output) o.channel_block = channel_block_of(user, internal);
   return o;
 }
 
 ConvPrimitive prepare(ConvPass pass, const ConvAttrs& a, const Shape& x,
-                      const Shape& w, const Shape& y, bool bias, bool bf16) {
+                      const Shape& w, const Shape& y, bool bias, bool bf16,
+                      CallerLayouts layouts) {
   const memory::dims xd = activation_dims(x), wd = filter_dims(w, a.groups),
                      yd = activation_dims(y);
+  // The caller's memory (user_*), and the channels-first plain layouts the
+  // plain-layout kernels below are asked for.
   const memory::desc src = plain_md(xd, activation_tag(x)),
                      wei = plain_md(wd, filter_tag(w, a.groups)),
                      dst = plain_md(yd, activation_tag(y));
+  const memory::desc user_src = plain_md(xd, activation_tag(x, layouts.x_last)),
+                     user_dst = plain_md(yd, activation_tag(y, layouts.y_last));
   // Each pass reads two of x, filter and y (in `in` precision) and writes
   // the third in float32.
   const memory::data_type in = operand_type(bf16);
@@ -95,9 +102,9 @@ ConvPrimitive prepare(ConvPass pass, const ConvAttrs& a, const Shape& x,
   if (pass == ConvPass::forward) {
     p.primitive = dnnl::convolution_forward(fwd);
     if (bias) p.bias = memory(bias_md, engine(), nullptr);
-    p.src = operand(src, fwd.src_desc(), false);
+    p.src = operand(user_src, fwd.src_desc(), false);
     p.weights = operand(wei, fwd.weights_desc(), false);
-    p.dst = operand(dst, fwd.dst_desc(), true);
+    p.dst = operand(user_dst, fwd.dst_desc(), true);
   } else if (pass == ConvPass::grad_input) {
     // oneDNN's blocked backward-data kernel pads the input channels to 16, so
     // with fewer (a first layer's 1 or 3) it does up to 16x the work; its
@@ -112,9 +119,9 @@ ConvPrimitive prepare(ConvPass pass, const ConvAttrs& a, const Shape& x,
                     algo, src_out, wei_in, dst_in, strides, dil, pl, pr),
         engine(), fwd);
     p.primitive = dnnl::convolution_backward_data(pd);
-    p.src = operand(src, pd.diff_src_desc(), true);
+    p.src = operand(user_src, pd.diff_src_desc(), true);
     p.weights = operand(wei, pd.weights_desc(), false);
-    p.dst = operand(dst, pd.diff_dst_desc(), false);
+    p.dst = operand(user_dst, pd.diff_dst_desc(), false);
   } else {
     // With one input channel the blocked backward-weights kernel pads it to
     // 8 (AVX2) or 16, and its flat-input variant only takes three; oneDNN's
@@ -130,21 +137,44 @@ ConvPrimitive prepare(ConvPass pass, const ConvAttrs& a, const Shape& x,
                     algo, src_in, wei_out, dst_in, strides, dil, pl, pr),
         engine(), fwd);
     p.primitive = dnnl::convolution_backward_weights(pd);
-    p.src = operand(src, pd.src_desc(), false);
+    p.src = operand(user_src, pd.src_desc(), false);
     p.weights = operand(wei, pd.diff_weights_desc(), true);
-    p.dst = operand(dst, pd.diff_dst_desc(), false);
+    p.dst = operand(user_dst, pd.diff_dst_desc(), false);
   }
   return p;
 }
 
 }  // namespace
 
+bool is_channels_last(const Tensor& t) {
+  const Shape &s = t.shape(), &st = t.strides();
+  if (s.size() < 3 || s.size() > 5) return false;
+  // Axes of one element may have any stride: no index moves along them.
+  int64_t next = s[1];  // the stride the last spatial axis must have
+  for (size_t i = s.size() - 1; i >= 2; --i) {
+    if (s[i] != 1 && st[i] != next) return false;
+    next *= s[i];
+  }
+  return (s[1] == 1 || st[1] == 1) && (s[0] == 1 || st[0] == next);
+}
+
+CallerLayouts caller_layouts(const Tensor& x, const Tensor& y) {
+  return {!x.is_contiguous() && is_channels_last(x),
+          !y.is_contiguous() && is_channels_last(y)};
+}
+
 ConvPrimitive& conv_primitive(ConvPass pass, const ConvAttrs& a, const Shape& x,
                               const Shape& w, const Shape& y, bool bias,
-                              bool bf16, int threads) {
-  // The pass, the three shapes (x, filter, y) and the attributes.
-  std::vector<int64_t> key{static_cast<int64_t>(pass), a.groups, threads, bias,
-                           bf16};
+                              bool bf16, int threads, CallerLayouts layouts) {
+  // The pass, the caller's layouts, the three shapes (x, filter, y) and the
+  // attributes.
+  std::vector<int64_t> key{static_cast<int64_t>(pass),
+                           a.groups,
+                           threads,
+                           bias,
+                           bf16,
+                           layouts.x_last,
+                           layouts.y_last};
   for (const Shape* s :
        {&x, &w, &y, &a.strides, &a.dilations, &a.pads_before, &a.pads_after}) {
     key.push_back(s->size());
@@ -156,7 +186,8 @@ ConvPrimitive& conv_primitive(ConvPass pass, const ConvAttrs& a, const Shape& x,
       cache;
   auto it = cache.find(key);
   if (it == cache.end())
-    it = cache.emplace(key, prepare(pass, a, x, w, y, bias, bf16)).first;
+    it = cache.emplace(key, prepare(pass, a, x, w, y, bias, bf16, layouts))
+             .first;
   return it->second;
 }
 
@@ -182,6 +213,13 @@ void run_primitive(ConvPrimitive& p, ConvPass pass, const Tensor& bias,
     args.emplace(DNNL_ARG_BIAS, p.bias);
   }
   p.primitive.execute(stream, args);
+}
+
+void reorder_input(ConvOperand& o, dnnl::stream& stream) {
+  if (o.channel_block != 0)
+    copy_into_channel_blocks(o.user, o.internal, o.channel_block);
+  else
+    o.reorder.execute(stream, o.user, o.internal);
 }
 
 void reorder_output(ConvPrimitive& p, ConvPass pass, dnnl::stream& stream) {

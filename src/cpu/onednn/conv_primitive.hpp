@@ -1,7 +1,8 @@
 // oneDNN's convolution primitives on tapeflow's plain layouts: for one pass
 // and its shapes, the primitive and, per operand, the caller's plain memory
-// and the primitive's own with the reorder between them, made once per thread
-// and cached. conv.cpp runs one on a whole batch, conv_chunks.cpp a few
+// (contiguous, or channels-last for an input activation) and the
+// primitive's own with the reorder between them, made once per thread and
+// cached. conv.cpp runs one on a whole batch, conv_chunks.cpp a few
 // images at a time.
 #pragma once
 
@@ -24,6 +25,7 @@ struct ConvOperand {
   dnnl::memory user, internal;
   dnnl::reorder reorder;
   bool reordered = false;
+  int channel_block = 0;  // an input copied by channel_blocks.cpp instead
 };
 /** A primitive with its operands; only the data pointers change. */
 struct ConvPrimitive {
@@ -34,13 +36,31 @@ struct ConvPrimitive {
 };
 
 /**
- * The calling thread's cached primitive of `pass` on these shapes, made on
- * first use. Call after onednn::sync_threads(threads): a primitive keeps the
- * thread count OpenMP had when it was made.
+ * Whether `t`, of rank 3 to 5 and seen channels-first, holds its elements
+ * channels-last and dense: an NHWC tensor's channels-first view, which
+ * oneDNN reads in place instead of from a contiguous copy.
+ */
+bool is_channels_last(const Tensor& t);
+
+/**
+ * Which of the caller's x and y are channels-last (is_channels_last) rather
+ * than contiguous; a pass's output is always contiguous.
+ */
+struct CallerLayouts {
+  bool x_last = false, y_last = false;
+};
+CallerLayouts caller_layouts(const Tensor& x, const Tensor& y);
+
+/**
+ * The calling thread's cached primitive of `pass` on these shapes and the
+ * caller's layouts, made on first use. Call after
+ * onednn::sync_threads(threads): a primitive keeps the thread count OpenMP
+ * had when it was made.
  */
 ConvPrimitive& conv_primitive(ConvPass pass, const ConvAttrs& a, const Shape& x,
                               const Shape& w, const Shape& y, bool bias,
-                              bool bf16, int threads);
+                              bool bf16, int threads,
+                              CallerLayouts layouts = {});
 
 /** The operand `pass` writes. */
 ConvOperand& output_of(ConvPrimitive& p, ConvPass pass);
@@ -48,6 +68,9 @@ ConvOperand& output_of(ConvPrimitive& p, ConvPass pass);
 /** Runs `p` on the internal memories set (`bias` only in the forward). */
 void run_primitive(ConvPrimitive& p, ConvPass pass, const Tensor& bias,
                    dnnl::stream& stream);
+
+/** Reorders input operand `o` from the caller's memory into its own. */
+void reorder_input(ConvOperand& o, dnnl::stream& stream);
 
 /** Reorders the output of `pass` from its internal memory to the caller's. */
 void reorder_output(ConvPrimitive& p, ConvPass pass, dnnl::stream& stream);
