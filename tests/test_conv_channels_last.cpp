@@ -37,10 +37,11 @@ const Geometry kGeometries[] = {
      2,
      2,
      "VALID"},
-    // Two blocks of 16 channels (four of 8) in, one or two out.
+    // 32 channels in: two blocks of 16 (four of 8); 8 out.
     {"2d_blocked_channels", {2, 32, 6, 5}, {8, 32, 3, 3}, 1, 1, 1, "SAME"},
     // 4.5 MiB of activations: in chunks (conv_chunks.cpp).
     {"2d_chunked", {6, 16, 64, 64}, {32, 16, 3, 3}, 1, 1, 1, "SAME"},
+    {"2d_one_image", {1, 16, 6, 6}, {16, 16, 3, 3}, 1, 1, 1, "SAME"},
     // Two channels at stride 1: the few-channel kernels, on a copy.
     {"2d_few_channels", {3, 2, 8, 8}, {4, 2, 3, 3}, 1, 1, 1, "SAME"},
     {"1d_same", {4, 6, 11}, {5, 6, 3}, 1, 1, 1, "SAME"},
@@ -175,6 +176,75 @@ TEST_CASE("conv channels-last: x and dy reach oneDNN without a copy") {
   }
 }
 
+/** f(x) and its gradient wrt x for the seed `dy` (of f(x)'s shape). */
+template <class F>
+Ts value_and_gradient(F f, const tpf::Tensor& x, const tpf::Tensor& dy) {
+  tpf::GradientTape tape;
+  tape.watch(x);
+  const tpf::Tensor y = f(x);
+  return {y, tape.gradient(y, {x}, {dy})[0]};
+}
+
+TEST_CASE("conv channels-last: depthwise, transposed and offset inputs") {
+  tpf::manual_seed(17);
+  const auto x = tpf::random_uniform({3, 16, 7, 6}, -1.0, 1.0);
+  const auto x_last = last_copy(x, to_last(4));
+  // Depthwise, multiplier 2: filter (C * M, 1, k, k), TF's (k, k, C, M).
+  const auto depthwise = tpf::random_uniform({32, 1, 3, 3}, -1.0, 1.0);
+  const auto depthwise_last =
+      tpf::transpose(tpf::reshape(depthwise, {16, 2, 3, 3}), {2, 3, 0, 1})
+          .contiguous();
+  const auto dy = tpf::random_uniform({3, 32, 7, 6}, -1.0, 1.0);
+  const Ts first = value_and_gradient(
+      [&](const tpf::Tensor& in) {
+        return tpf::nn::depthwise_conv2d(in, depthwise, {.padding = "SAME"});
+      },
+      x, dy);
+  const Ts last = value_and_gradient(
+      [&](const tpf::Tensor& in) {
+        return tpf::nn::depthwise_conv2d(
+            in, depthwise_last, {.padding = "SAME", .data_format = "NHWC"});
+      },
+      x_last, last_copy(dy, to_last(4)));
+  for (int i = 0; i < 2; ++i)
+    CHECK_CLOSE(last[i], tpf::transpose(first[i], to_last(4)), 0.0, 0.0);
+
+  // Transposed: x is the forward's output, of 16 channels, into 8.
+  const auto filter = tpf::random_uniform({16, 8, 3, 3}, -1.0, 1.0);
+  const auto dz = tpf::random_uniform({3, 8, 7, 6}, -1.0, 1.0);
+  const Ts t_first = value_and_gradient(
+      [&](const tpf::Tensor& in) {
+        return tpf::nn::conv2d_transpose(in, filter, {3, 8, 7, 6},
+                                         {.padding = "SAME"});
+      },
+      x, dz);
+  const Ts t_last = value_and_gradient(
+      [&](const tpf::Tensor& in) {
+        return tpf::nn::conv2d_transpose(
+            in, last_copy(filter, filter_to_last(4)), {3, 7, 6, 8},
+            {.padding = "SAME", .data_format = "NHWC"});
+      },
+      x_last, last_copy(dz, to_last(4)));
+  for (int i = 0; i < 2; ++i)
+    CHECK_CLOSE(t_last[i], tpf::transpose(t_first[i], to_last(4)), 0.0, 0.0);
+
+  // Images 1 and 2 of an NHWC batch of three: a view from an offset.
+  const auto w = tpf::random_uniform({8, 16, 3, 3}, -1.0, 1.0);
+  const auto w_last = last_copy(w, filter_to_last(4));
+  const auto images = tpf::slice(x_last, {1, 0, 0, 0}, {2, 7, 6, 16});
+  const auto dw = tpf::random_uniform({2, 7, 6, 8}, -1.0, 1.0);
+  const auto conv_last = [&](const tpf::Tensor& in) {
+    return tpf::nn::conv2d(in, w_last,
+                           {.padding = "SAME", .data_format = "NHWC"});
+  };
+  const Ts from_view = value_and_gradient(conv_last, images, dw);
+  // A sum with zeros: the same images in storage of their own.
+  const Ts from_copy =
+      value_and_gradient(conv_last, images + tpf::zeros_like(images), dw);
+  REQUIRE(images.offset() != 0);
+  for (int i = 0; i < 2; ++i) CHECK_CLOSE(from_view[i], from_copy[i], 0.0, 0.0);
+}
+
 TEST_CASE("conv channels-last: which tensors count (white-box)") {
   const auto nchw = tpf::random_uniform({2, 3, 4, 5});
   const auto nhwc = tpf::random_uniform({2, 4, 5, 3});
@@ -186,10 +256,14 @@ TEST_CASE("conv channels-last: which tensors count (white-box)") {
   // Four of five columns: rows further apart than they are long.
   const auto columns = tpf::slice(nhwc, {0, 0, 0, 0}, {2, 4, 4, 3});
   CHECK_FALSE(onednn::is_channels_last(tpf::transpose(columns, {0, 3, 1, 2})));
-  // The batch not outermost.
-  const auto batch_inside =
-      tpf::transpose(tpf::random_uniform({4, 2, 5, 3}), {1, 3, 0, 2});
-  CHECK_FALSE(onednn::is_channels_last(batch_inside));
+  // Four of five rows: images further apart than they are long.
+  const auto rows =
+      tpf::slice(tpf::random_uniform({2, 5, 4, 3}), {0, 0, 0, 0}, {2, 4, 4, 3});
+  CHECK_FALSE(onednn::is_channels_last(tpf::transpose(rows, {0, 3, 1, 2})));
+  // Images 1 and 2 of three: dense, from an offset.
+  const auto images =
+      tpf::slice(tpf::random_uniform({3, 4, 5, 3}), {1, 0, 0, 0}, {2, 4, 5, 3});
+  CHECK(onednn::is_channels_last(tpf::transpose(images, {0, 3, 1, 2})));
   CHECK_FALSE(onednn::is_channels_last(tpf::random_uniform({2, 3})));
   CHECK(onednn::is_channels_last(
       tpf::transpose(tpf::random_uniform({2, 3, 4, 5, 6}), {0, 4, 1, 2, 3})));

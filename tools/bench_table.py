@@ -31,6 +31,7 @@ Arguments after `--` go to the binary unchanged (e.g. --benchmark_repetitions=3;
 with repetitions the median is used).
 """
 import argparse
+import glob
 import json
 import os
 import statistics
@@ -111,14 +112,17 @@ def collect(doc):
     for key, by_proc in runs.items():
         per = [process_row(aggregates.get((key, p)), bs)
                for p, bs in sorted(by_proc.items())]
-        row = {f: statistics.median(r[f] for r in per) for f in per[0]}
+        # A counter some process lacks is left out rather than half-taken.
+        fields = set.intersection(*(set(r) for r in per))
+        row = {f: statistics.median(r[f] for r in per) for f in fields}
         row["processes"] = len(per)
         if len(per) > 1:
             row["spread"] = (min(r["time_ns"] for r in per),
                              max(r["time_ns"] for r in per))
         rows[key] = row
+    # An error shows where no process ran the case.
     for key, msg in errors.items():
-        rows[key] = {"error": msg}
+        rows.setdefault(key, {"error": msg})
     return rows
 
 
@@ -241,6 +245,12 @@ def main():
         counts = [int(t) for t in args.threads.split(",") if t.strip()]
         if args.processes < 1:
             ap.error("--processes must be at least 1")
+        if args.save_json:
+            # Earlier runs' files would be read with these as one table.
+            for t in counts:
+                for old in glob.glob(os.path.join(args.save_json,
+                                                  f"threads_{t}*.json")):
+                    os.remove(old)
         for p in range(1, args.processes + 1):
             for t in counts:
                 docs.append(run_binary(args.inputs[0], t, args.min_time,

@@ -13,7 +13,8 @@ Cases, as tapeflow_bench defines them (benchmarks/bench_cases.hpp):
   train_step_mlp      64-64-64-4 tanh, batch 32, mean squared error, Adam
 TensorFlow and JAX run channels-last (their CPU layout), PyTorch NCHW as
 tapeflow does; their convolutions are also set against tapeflow's
-conv2d_<b|c>_nhwc_* (the same data in TensorFlow's layout). JAX's Adam is written out (no optax), with Keras' epsilon.
+conv2d_<b|c>_nhwc_* (the same data in TensorFlow's layout). JAX's Adam is
+written out (no optax), with Keras' epsilon.
 
 Each framework and thread count runs in a process of its own, pinned to
 that many CPUs (taskset: XLA sizes its pool to the CPUs it may use), with the

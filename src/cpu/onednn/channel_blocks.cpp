@@ -66,13 +66,18 @@ void copy_into_channel_blocks(const memory& from, const memory& to, int block) {
   const int64_t blocks = d[1] / block;
   const auto* src = static_cast<const float*>(from.get_data_handle());
   auto* dst = static_cast<float*>(to.get_data_handle());
-  parallel_for(d[0] * positions, std::max<int64_t>(1, kParallelGrain / d[1]),
-               [&](int64_t begin, int64_t end) {
-                 if (block == 16)
-                   copy_rows<16>(src, dst, begin, end, positions, blocks);
-                 else
-                   copy_rows<8>(src, dst, begin, end, positions, blocks);
-               });
+  const auto copy = [&](int64_t begin, int64_t end) {
+    if (block == 16)
+      copy_rows<16>(src, dst, begin, end, positions, blocks);
+    else
+      copy_rows<8>(src, dst, begin, end, positions, blocks);
+  };
+  const int64_t rows = d[0] * positions;
+  // A chunk's copy runs on its own thread (conv_chunks.cpp's team).
+  if (omp_in_parallel())
+    copy(0, rows);
+  else
+    parallel_for(rows, std::max<int64_t>(1, kParallelGrain / d[1]), copy);
 }
 
 }  // namespace tapeflow::cpu::onednn

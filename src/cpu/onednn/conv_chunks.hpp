@@ -30,11 +30,12 @@ int64_t images_per_chunk(const ConvPrimitive& whole, ConvPass pass, int64_t n,
 bool hands_over_chunked(const ConvPrimitive& whole);
 
 /**
- * Runs `pass` on contiguous float32 x, filter and y (one is the output)
- * `images_per_chunk` images at a time, the batch shared between `threads`
- * threads. Each thread runs its own images (a chunk's reorders and
- * primitive in one core's cache: shared between cores, its lines crossed
- * between the two vCPUs of a VM at up to 4x the cost). The filter gradient
+ * Runs `pass` on float32 x, filter and y (one is the output; each
+ * contiguous, or an input activation channels-last) `images_per_chunk`
+ * images at a time, the batch shared between `threads` threads. Each
+ * thread runs its own images (a chunk's reorders and primitive in one
+ * core's cache: shared between cores, its lines crossed between the two
+ * vCPUs of a VM at up to 4x the cost). The filter gradient
  * sums its chunks; a forward with `relu` rectifies each chunk of y as it
  * comes out. Given `whole_input`, a layout of the whole batch, the forward
  * and the input gradient convert their input activation (x, dy) into it a

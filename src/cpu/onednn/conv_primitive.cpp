@@ -60,10 +60,11 @@ ConvOperand operand(const memory::desc& user, const memory::desc& internal,
     return o;
   }
   o.internal = memory(internal, engine(), nullptr);
-  o.reorder = output ? dnnl::reorder(o.internal, o.user)
-                     : dnnl::reorder(o.user, o.internal);
   o.reordered = true;
   if (!output) o.channel_block = channel_block_of(user, internal);
+  if (o.channel_block == 0)
+    o.reorder = output ? dnnl::reorder(o.internal, o.user)
+                       : dnnl::reorder(o.user, o.internal);
   return o;
 }
 
@@ -216,10 +217,12 @@ void run_primitive(ConvPrimitive& p, ConvPass pass, const Tensor& bias,
 }
 
 void reorder_input(ConvOperand& o, dnnl::stream& stream) {
-  if (o.channel_block != 0)
-    copy_into_channel_blocks(o.user, o.internal, o.channel_block);
-  else
+  if (o.channel_block == 0) {
     o.reorder.execute(stream, o.user, o.internal);
+    return;
+  }
+  stream.wait();  // the buffer may still be a running primitive's operand
+  copy_into_channel_blocks(o.user, o.internal, o.channel_block);
 }
 
 void reorder_output(ConvPrimitive& p, ConvPass pass, dnnl::stream& stream) {

@@ -25,7 +25,10 @@ struct ConvOperand {
   dnnl::memory user, internal;
   dnnl::reorder reorder;
   bool reordered = false;
-  int channel_block = 0;  // an input copied by channel_blocks.cpp instead
+  // An input's block width where channel_blocks.cpp copies it in (whole
+  // runs of channels, where oneDNN 2.6 takes a slow generic reorder); then
+  // `reorder` is empty. 0 otherwise.
+  int channel_block = 0;
 };
 /** A primitive with its operands; only the data pointers change. */
 struct ConvPrimitive {
