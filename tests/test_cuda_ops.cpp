@@ -4,7 +4,8 @@
 // indices, max pooling's second order (MaxPoolGather), the data errors and
 // edge rows of matrix_inverse and one_hot, gather with an empty output, a
 // convolution too tall for one grid along y, the fused cross entropy's
-// rows wider than a block, and elementwise broadcasts on both vector paths. The
+// rows wider than a block, elementwise broadcasts on both vector paths, and
+// reductions large enough for two passes and grouped loads. The
 // deferred gather error is test_cuda.cpp's. Skips (exit 77) where no GPU is
 // present.
 #define DOCTEST_CONFIG_IMPLEMENT
@@ -367,6 +368,54 @@ TEST_CASE("broadcasts, slices and transposes on the GPU are the CPU's" *
       CAPTURE(i);
       CHECK_CLOSE(gpu_results[i], cpu[i], 0.0, 0.0);
     }
+  }
+}
+
+TEST_CASE("reductions on the GPU: two passes, grouped loads, strided axes" *
+          doctest::skip(!has_gpu())) {
+  // 2^21 + 3 elements: ~1024 blocks of a first pass, each thread loading
+  // groups of vectors, and a second pass; 3 rows of 300,001 (one pass, a
+  // partial last vector); the column kernel over 4099 rows (two passes),
+  // a transpose, a slice of 40 columns (one pass) and integers.
+  const auto flat64 = uniform64({(int64_t{1} << 21) + 3}, 0.0, 1.0);
+  const auto rows64 = uniform64({3, 300001});
+  const auto cols64 = uniform64({4099, 67});
+  for (const tpf::DType dtype : {tpf::float32, tpf::float64}) {
+    CAPTURE(dtype);
+    const auto flat = flat64.cast(dtype), rows = rows64.cast(dtype),
+               cols = cols64.cast(dtype);
+    const auto on = [&](tpf::Device d) {
+      const auto f = flat.to(d), r = rows.to(d), c = cols.to(d);
+      return std::vector<tpf::Tensor>{
+          tpf::sum(f).cpu(),
+          tpf::sum(r, {1}).cpu(),
+          tpf::sum(c, {0}).cpu(),
+          tpf::sum(tpf::transpose(c), {1}).cpu(),
+          tpf::sum(c).cpu(),
+          tpf::sum(tpf::slice(c, {0, 0}, {100, 40}), {0}).cpu(),
+          tpf::max(f).cpu(),
+          tpf::min(r, {1}).cpu(),
+          tpf::max(c, {0}).cpu(),
+          tpf::sum(tpf::cast(c * 1000.0, tpf::int64), {0}).cpu()};
+    };
+    const auto cpu = on(tpf::Device::cpu());
+    const auto gpu_results = on(gpu);
+    REQUIRE(cpu.size() == gpu_results.size());
+    // Sums of floats in another order: within rounding; the rest exact.
+    const double tol = dtype == tpf::float32 ? 1e-4 : 1e-11;
+    for (size_t i = 0; i < cpu.size(); ++i) {
+      CAPTURE(i);
+      const bool exact = i >= 6;  // maxima, minima, integers
+      CHECK_CLOSE(gpu_results[i], cpu[i], exact ? 0.0 : tol, exact ? 0.0 : tol);
+    }
+    // The shape alone fixes the order of the sums: the same bits on a
+    // second run, and from a misaligned view (element by element) as from
+    // its aligned copy (groups of 16-byte loads).
+    const auto on_gpu = flat.to(gpu);
+    const auto view = tpf::slice(on_gpu, {1}, {flat.numel() - 1});
+    CHECK_CLOSE(tpf::sum(on_gpu).cpu(), gpu_results[0], 0.0, 0.0);
+    CHECK_CLOSE(tpf::sum(view).cpu(), tpf::sum(view.contiguous()).cpu(), 0.0,
+                0.0);
   }
 }
 

@@ -62,24 +62,39 @@ void elementwise_tapeflow(benchmark::State& state, Case c) {
   state.SetBytesProcessed(state.iterations() * c.operands * 4 * kElements);
 }
 
-enum class Reduction { sum, max };
+enum class Reduction { sum, max, sum_rows, sum_columns };
+
+/** The reduction's outputs over a 8192 x 8192 matrix. */
+tpf::Tensor reduce(Reduction op, const tpf::Tensor& a) {
+  switch (op) {
+    case Reduction::sum:
+      return tpf::sum(a);
+    case Reduction::max:
+      return tpf::max(a);
+    case Reduction::sum_rows:
+      return tpf::sum(a, {1});
+    case Reduction::sum_columns:
+      return tpf::sum(a, {0});
+  }
+  return {};
+}
 
 void reduce_tapeflow(benchmark::State& state, Reduction op) {
   tpf::manual_seed(42);
-  const auto a = tpf::random_uniform({kElements}, 0.0, 1.0, tpf::float32, gpu0);
-  const auto reduce = [&] {
-    return op == Reduction::sum ? tpf::sum(a) : tpf::max(a);
-  };
+  const auto a =
+      tpf::random_uniform({kSide, kSide}, 0.0, 1.0, tpf::float32, gpu0);
   // Mean of U(0, 1) is 0.5 and its max just below 1: a gross error in the
   // split shows here.
-  const double value = reduce().cpu().item<double>();
-  const double expected = op == Reduction::sum ? 0.5 * double(kElements) : 1.0;
+  const double value = reduce(op, a).cpu().data<float>()[0];
+  const double expected = op == Reduction::max   ? 1.0
+                          : op == Reduction::sum ? 0.5 * double(kElements)
+                                                 : 0.5 * double(kSide);
   if (std::abs(value - expected) > 0.01 * expected) {
     state.SkipWithError("reduction: result far from its expected value");
     return;
   }
   for (auto _ : state) {
-    benchmark::DoNotOptimize(reduce());
+    benchmark::DoNotOptimize(reduce(op, a));
     tpf::synchronize(gpu0);
   }
   state.SetBytesProcessed(state.iterations() * 4 * kElements);
@@ -95,6 +110,11 @@ void register_op_cases() {
       Reduction::sum);
   reg("max_64M/tapeflow", benchmark::kMillisecond, reduce_tapeflow,
       Reduction::max);
+  // Per row (contiguous) and per column (strided: bias gradients).
+  reg("sum_rows_64M/tapeflow", benchmark::kMillisecond, reduce_tapeflow,
+      Reduction::sum_rows);
+  reg("sum_columns_64M/tapeflow", benchmark::kMillisecond, reduce_tapeflow,
+      Reduction::sum_columns);
 }
 
 }  // namespace tapeflow_bench_cuda
