@@ -1,6 +1,6 @@
 // The CPU suite's nn cases on cuda:0 (CUDA.md §7 "NN"): conv2d a, b and c
 // (bench_cases.hpp's reference shapes) forward and train, max_pool2d 2×2 on
-// both pool shapes and batch norm on 64×64×56² in training, float32 with
+// both pool shapes, batch norm on 64×64×56² and lstm_train, float32 with
 // products in float32 (precision "highest"). "train" is the forward and the
 // gradients of every input on a fresh tape, seeded with a fixed dy, as on
 // the CPU. Each iteration ends in tpf::synchronize. Their peer is
@@ -81,6 +81,27 @@ void batch_norm(benchmark::State& state) {
   });
 }
 
+/**
+ * lstm_train (bench_cases.hpp's shape): an LSTM layer's forward on a fresh
+ * tape and the gradients of sum(h) w.r.t. its weights, as on the CPU.
+ */
+void lstm_train(benchmark::State& state) {
+  const tfbench::LstmShape s = tfbench::kLstm;
+  tpf::manual_seed(42);
+  const tpf::Tensor x = uniform({s.batch, s.time, s.features});
+  tpf::nn::LSTM lstm(s.units, {.return_sequences = true});
+  (void)lstm(x);  // builds the weights on cuda:0
+  const auto params = lstm.parameters();
+  // run's forward-only mode: the step records and differentiates itself
+  // (eagerly: every gradient is computed, the first is returned).
+  run(state, false, {}, {}, [&] {
+    tpf::GradientTape tape;
+    const tpf::Tensor loss = tpf::sum(lstm(x));
+    return tape.gradient(loss, params).front();
+  });
+  tfbench::set_sequences_per_second(state, s.batch);
+}
+
 }  // namespace
 
 void register_nn_cases() {
@@ -94,6 +115,7 @@ void register_nn_cases() {
     reg(std::string("max_pool2d") + s.name + "_train/tapeflow", kMicrosecond,
         max_pool2d, s);
   reg("batch_norm_train/tapeflow", kMicrosecond, batch_norm);
+  reg("lstm_train/tapeflow", kMicrosecond, lstm_train);
 }
 
 }  // namespace tapeflow_bench_cuda
