@@ -11,6 +11,7 @@
 #include <concepts>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 
 #include "check.hpp"
 #include "context.hpp"
@@ -240,30 +241,46 @@ bool launch_row_vectors(const DevicePlan<N>& plan, const Body& body,
 
 /**
  * A body whose inputs can be read from elsewhere: set_operand(k, p) points
- * operand k (1 for the first input) at p, of the operand's element type.
+ * operand k (1 for the first input) at p, of the operand's element type;
+ * kWidth as for VectorBody (4 or more: no operand wider than 4 bytes).
  */
 template <class Body, int N>
 concept RebindableBody = requires(Body& b, const void* p) {
+  { Body::kWidth } -> std::convertible_to<int>;
   b.set_operand(1, p);
   { b.addresses() } -> std::same_as<std::array<OperandAddress, N>>;
 };
 
 constexpr int kTile = 32, kTileRows = 8;
 
-/** One element's bits, by its size: tiles stage any element type. */
-__device__ inline void copy_element(void* to, const void* from, int size) {
+/** One element's bits, by its size, widened: tiles stage any element type. */
+template <class Bits>
+__device__ Bits load_bits(const char* from, int size) {
   switch (size) {
     case 1:
-      *static_cast<uint8_t*>(to) = *static_cast<const uint8_t*>(from);
+      return *reinterpret_cast<const uint8_t*>(from);
+    case 2:
+      return *reinterpret_cast<const uint16_t*>(from);
+    case 4:
+      return *reinterpret_cast<const uint32_t*>(from);
+    default:
+      return Bits(*reinterpret_cast<const uint64_t*>(from));
+  }
+}
+template <class Bits>
+__device__ void store_bits(char* to, Bits bits, int size) {
+  switch (size) {
+    case 1:
+      *reinterpret_cast<uint8_t*>(to) = static_cast<uint8_t>(bits);
       break;
     case 2:
-      *static_cast<uint16_t*>(to) = *static_cast<const uint16_t*>(from);
+      *reinterpret_cast<uint16_t*>(to) = static_cast<uint16_t>(bits);
       break;
     case 4:
-      *static_cast<uint32_t*>(to) = *static_cast<const uint32_t*>(from);
+      *reinterpret_cast<uint32_t*>(to) = static_cast<uint32_t>(bits);
       break;
     default:
-      *static_cast<uint64_t*>(to) = *static_cast<const uint64_t*>(from);
+      *reinterpret_cast<uint64_t*>(to) = bits;
   }
 }
 
@@ -276,63 +293,76 @@ struct TileOperands {
 
 /**
  * The loop's last two axes in 32 x 32 tiles (x: columns, y: rows, z: the
- * outer axes, grid-stride). Each transposed operand's tile is read along its
- * contiguous axis into shared memory, then every element is computed along
- * the last axis, so that both its reads and the output's writes coalesce
- * (the transpose kernel of CUDA's samples, under any body).
+ * outer axes, grid-stride). Every input's tile is staged in shared memory,
+ * a transposed one read along its contiguous axis, the others along the
+ * output's rows (core/strided_offsets.hpp's tile_cell), so that every read
+ * and the output's writes coalesce (the transpose kernel of CUDA's samples,
+ * under any body). A thread issues all its loads of a tile before it
+ * stores any: stores into shared memory between them (or the body's stores
+ * into the output, which the compiler cannot tell apart from an input)
+ * would hold one load in flight per thread, too few to keep the memory busy.
  */
 template <int N, class Body>
 __global__ void __launch_bounds__(kTile* kTileRows)
     transposed_tile_kernel(DevicePlan<N> plan, Body body, uint32_t transposed,
                            TileOperands<N> operands, int64_t outer) {
-  __shared__ uint64_t tiles[N][kTile][kTile + 1];
+  // Elements of up to 4 bytes are staged in 32 bits (half the registers).
+  using Bits = std::conditional_t<(Body::kWidth >= 4), uint32_t, uint64_t>;
+  constexpr int kSteps = kTile / kTileRows;
+  __shared__ Bits tiles[N - 1][kTile][kTile + 1];  // input k's is k - 1
   const int r = plan.rank;
   const int64_t rows = plan.shape[r - 2], cols = plan.shape[r - 1];
   const int64_t i0 = int64_t(blockIdx.y) * kTile,
                 j0 = int64_t(blockIdx.x) * kTile;
   const int tx = int(threadIdx.x), ty = int(threadIdx.y);
   Body local = body;
-  for (int k = 1; k < N; ++k)
-    if ((transposed >> k) & 1u) local.set_operand(k, &tiles[k][0][0]);
-  // Offsets advance by a stride per row of threads: no 64-bit products in
-  // the element loops, which unroll.
-  constexpr int kSteps = kTile / kTileRows;
-  const bool column_in = j0 + tx < cols;
+  for (int k = 1; k < N; ++k) local.set_operand(k, &tiles[k - 1][0][0]);
   for (int64_t z = blockIdx.z; z < outer; z += gridDim.z) {
     int64_t base[N];
     strided_offsets<N>(uint32_t(z), r - 2, plan.extents, plan.strides, base);
+    Bits staged[N - 1][kSteps];
+#pragma unroll
     for (int k = 1; k < N; ++k) {
-      if (!((transposed >> k) & 1u)) continue;
+      const bool across = (transposed >> k) & 1u;
       const int size = operands.itemsize[k];
-      const int64_t along_j = plan.strides[k][r - 1];
-      const char* from =
-          operands.data[k] +
-          (base[k] + (i0 + tx) * plan.strides[k][r - 2] + (j0 + ty) * along_j) *
-              size;
-      char* to = reinterpret_cast<char*>(&tiles[k][0][0]) +
-                 (ty * (kTile + 1) + tx) * size;
-      const bool row_in = i0 + tx < rows;
 #pragma unroll
       for (int step = 0; step < kSteps; ++step) {
-        if (row_in && j0 + ty + step * kTileRows < cols)
-          copy_element(to, from, size);
-        from += kTileRows * along_j * size;
-        to += kTileRows * (kTile + 1) * size;
+        const TileCell cell = tile_cell(across, tx, ty, step, kTileRows);
+        const int64_t row = i0 + cell.row, column = j0 + cell.column;
+        staged[k - 1][step] =
+            row < rows && column < cols
+                ? load_bits<Bits>(operands.data[k] +
+                                      (base[k] + row * plan.strides[k][r - 2] +
+                                       column * plan.strides[k][r - 1]) *
+                                          size,
+                                  size)
+                : Bits(0);
+      }
+    }
+#pragma unroll
+    for (int k = 1; k < N; ++k) {
+      const bool across = (transposed >> k) & 1u;
+      const int size = operands.itemsize[k];
+      char* tile = reinterpret_cast<char*>(&tiles[k - 1][0][0]);
+#pragma unroll
+      for (int step = 0; step < kSteps; ++step) {
+        const TileCell cell = tile_cell(across, tx, ty, step, kTileRows);
+        store_bits(tile + tile_slot(cell, kTile) * size, staged[k - 1][step],
+                   size);
       }
     }
     __syncthreads();
-    int64_t off[N], advance[N];
-    for (int k = 0; k < N; ++k) {
-      const bool tile = (transposed >> k) & 1u;
-      off[k] = tile ? int64_t{tx} * (kTile + 1) + ty
-                    : base[k] + (i0 + ty) * plan.strides[k][r - 2] +
-                          (j0 + tx) * plan.strides[k][r - 1];
-      advance[k] = tile ? kTileRows : kTileRows * plan.strides[k][r - 2];
-    }
+    // The output and the inputs' tiles along the output's rows.
 #pragma unroll
     for (int step = 0; step < kSteps; ++step) {
-      if (column_in && i0 + ty + step * kTileRows < rows) local(off);
-      for (int k = 0; k < N; ++k) off[k] += advance[k];
+      const TileCell cell = tile_cell(false, tx, ty, step, kTileRows);
+      const int64_t row = i0 + cell.row, column = j0 + cell.column;
+      if (row >= rows || column >= cols) continue;
+      int64_t off[N];
+      off[0] = base[0] + row * plan.strides[0][r - 2] +
+               column * plan.strides[0][r - 1];
+      for (int k = 1; k < N; ++k) off[k] = tile_slot(cell, kTile);
+      local(off);
     }
     __syncthreads();  // the next outer index restages the tiles
   }

@@ -2,8 +2,10 @@
 // output, 16 bytes at a time where they are dense, and combine through warp
 // shuffles and CUB's BlockReduce. Few outputs over many elements (a full
 // sum) split each output's range across blocks, then reduce the partial
-// results in a second pass, so the whole GPU takes part. The split depends
-// on the shape alone, so results are the same bits on every run.
+// results in a second pass, so the whole GPU takes part. Adjacent outputs
+// over strided elements (a column sum) go by columns instead: a warp reads
+// 32 adjacent outputs' elements of a row. The split depends on the shape
+// alone, so results are the same bits on every run.
 #include <algorithm>
 #include <cub/block/block_reduce.cuh>
 #include <limits>
@@ -81,10 +83,11 @@ struct MinR {
  * Block (k, p) reduces the elements of output k in
  * [p * chunk, min((p + 1) * chunk, N)) (core/vector_split.hpp) and writes
  * out[k * gridDim.y + p]. Thread t folds the W-element vectors t, t + 256,
- * ... of its part in order, by one 16-byte load where the part is dense and
- * aligned, else element by element (same elements, same order, same bits).
- * The block then combines its threads' values with warp shuffles and CUB's
- * BlockReduce (a fixed tree over lanes, then over warps): deterministic.
+ * ... of its part in order, by 16-byte loads where the part is dense and
+ * aligned (kReduceGroup of them issued before the first is folded), else
+ * element by element (same elements, same order, same bits). The block then
+ * combines its threads' values with warp shuffles and CUB's BlockReduce (a
+ * fixed tree over lanes, then over warps): deterministic.
  */
 template <class T, class R>
 __global__ void __launch_bounds__(kThreads)
@@ -105,7 +108,23 @@ __global__ void __launch_bounds__(kThreads)
         dense &&
         vector_aligned(reinterpret_cast<uintptr_t>(base + begin), sizeof(T), W);
     T acc = identity;
-    for (int64_t v = threadIdx.x; v < vectors; v += kThreads) {
+    int64_t v = threadIdx.x;
+    if (packed) {
+      const int64_t group_end =
+          reduce_group_end(v, (end - begin) / W, kThreads, kReduceGroup);
+      for (; v < group_end; v += kReduceGroup * kThreads) {
+        Pack<T, W> x[kReduceGroup];
+#pragma unroll
+        for (int g = 0; g < kReduceGroup; ++g)
+          x[g] = *reinterpret_cast<const Pack<T, W>*>(
+              base + reduce_vector_begin(part, chunk, v + g * kThreads, W));
+#pragma unroll
+        for (int g = 0; g < kReduceGroup; ++g)
+#pragma unroll
+          for (int j = 0; j < W; ++j) acc = combine(acc, x[g].v[j]);
+      }
+    }
+    for (; v < vectors; v += kThreads) {
       const int64_t first = reduce_vector_begin(part, chunk, v, W);
       if (packed && first + W <= end) {
         const Pack<T, W> x = *reinterpret_cast<const Pack<T, W>*>(base + first);
@@ -121,6 +140,99 @@ __global__ void __launch_bounds__(kThreads)
     if (threadIdx.x == 0) out[k * gridDim.y + blockIdx.y] = total;
     __syncthreads();  // scratch is reused by the next output
   }
+}
+
+// The column kernel's block (core/vector_split.hpp).
+constexpr int kColumns = kColumnReduceWidth,
+              kColumnThreads = kColumnReduceThreads,
+              kColumnGroup = kColumnReduceGroup;
+
+/**
+ * Outputs whose elements are x[k + r * unit] over rows r, adjacent in k (a
+ * column sum): the row-wise kernel would read one element per row and
+ * thread, 32 rows per warp. Thread (tx, ty) of block (c, p) folds column
+ * k = c * 32 + tx over the rows ty, ty + 8, ... of part p
+ * (core/vector_split.hpp's column_partition), in order; the block folds its
+ * 8 values per column in order of ty and writes out[p * K + k]: the final
+ * outputs where there is one part, else a parts x K matrix that this kernel
+ * reduces again. Deterministic: the split depends on the shape alone.
+ */
+template <class T, class R>
+__global__ void __launch_bounds__(kColumns* kColumnThreads)
+    column_reduce_kernel(int64_t K, int64_t N, int64_t unit, int64_t chunk,
+                         T identity, const T* in, T* out, R combine) {
+  __shared__ T folded[kColumnThreads][kColumns];
+  const int tx = int(threadIdx.x), ty = int(threadIdx.y);
+  const int64_t k = int64_t(blockIdx.x) * kColumns + tx;
+  const int64_t begin = int64_t(blockIdx.y) * chunk;
+  const int64_t rows = (begin + chunk < N ? begin + chunk : N) - begin;
+  T acc = identity;
+  if (k < K) {
+    const T* column = in + k + begin * unit;
+    int64_t v = ty;
+    const int64_t group_end =
+        reduce_group_end(v, rows, kColumnThreads, kColumnGroup);
+    for (; v < group_end; v += kColumnGroup * kColumnThreads) {
+      T x[kColumnGroup];
+#pragma unroll
+      for (int g = 0; g < kColumnGroup; ++g)
+        x[g] = column[(v + g * kColumnThreads) * unit];
+#pragma unroll
+      for (int g = 0; g < kColumnGroup; ++g) acc = combine(acc, x[g]);
+    }
+    for (; v < rows; v += kColumnThreads) acc = combine(acc, column[v * unit]);
+  }
+  folded[ty][tx] = acc;
+  __syncthreads();
+  if (ty == 0 && k < K) {
+    T total = folded[0][tx];
+#pragma unroll
+    for (int i = 1; i < kColumnThreads; ++i)
+      total = combine(total, folded[i][tx]);
+    out[int64_t(blockIdx.y) * K + k] = total;
+  }
+}
+
+/**
+ * Whether the column kernel takes this reduction: its outputs are adjacent
+ * (k at offset k), enough of them to fill a warp, and its reduced elements
+ * lie at multiples of one stride other than 1 (the row-wise kernel reads a
+ * contiguous row in 16-byte vectors).
+ */
+bool by_columns(const Block& kept, const Block& reduced, int64_t K) {
+  return K >= kColumns && kept.dense && kept.unit == 1 && reduced.dense &&
+         reduced.unit != 1;
+}
+
+/** out[k] = the fold of in[k + r * unit] over r < N, for k < K. */
+template <class T, class R>
+void reduce_columns(cudaStream_t stream, int64_t K, int64_t N, int64_t unit,
+                    T identity, const T* in, Tensor& out) {
+  const ReducePartition split =
+      column_partition(K, N, kColumns, kColumnThreads * kColumnGroup);
+  const dim3 block(kColumns, kColumnThreads);
+  const auto grid = [&](int64_t parts) {
+    return dim3(static_cast<unsigned>((K + kColumns - 1) / kColumns),
+                static_cast<unsigned>(parts));
+  };
+  if (split.parts == 1) {
+    column_reduce_kernel<T, R>
+        <<<grid(1), block, 0, stream>>>(K, N, unit, split.chunk, identity, in,
+                                        static_cast<T*>(out.raw_data()), R{});
+    TAPEFLOW_CUDA_CHECK(cudaGetLastError());
+    return;
+  }
+  // The partials' rows are the parts: a second column reduction, of
+  // split.parts rows (at most 1024), in one part.
+  Tensor partial = empty_tensor({split.parts, K}, out.dtype(), out.device());
+  T* rows = static_cast<T*>(partial.raw_data());
+  column_reduce_kernel<T, R><<<grid(split.parts), block, 0, stream>>>(
+      K, N, unit, split.chunk, identity, in, rows, R{});
+  TAPEFLOW_CUDA_CHECK(cudaGetLastError());
+  column_reduce_kernel<T, R><<<grid(1), block, 0, stream>>>(
+      K, split.parts, K, split.parts, identity, rows,
+      static_cast<T*>(out.raw_data()), R{});
+  TAPEFLOW_CUDA_CHECK(cudaGetLastError());
 }
 
 template <class T, class R>
@@ -144,6 +256,10 @@ void run(const ReduceOp& op, const Tensor& x, Tensor& out, T identity) {
   const cudaStream_t stream = activate(x.device().index);
   const T* in = static_cast<const T*>(x.raw_data());
   T* o = static_cast<T*>(out.raw_data());
+  if (by_columns(kept, reduced, K)) {
+    reduce_columns<T, R>(stream, K, N, reduced.unit, identity, in, out);
+    return;
+  }
   constexpr int W = vector_width(sizeof(T));
   const ReducePartition split = reduce_partition(K, N, W, kThreads);
   if (split.parts == 1) {

@@ -209,32 +209,90 @@ TEST_CASE("transposed operands: read along the second-to-last axis") {
   }
 }
 
+TEST_CASE("transposed tiles: each walk covers the tile once, warps coalesce") {
+  // elementwise.cuh's tile kernel: 32 x 8 threads, 4 steps, 32 x 33 slots.
+  constexpr int kTile = 32, kRows = 8, kSteps = kTile / kRows;
+  for (const bool across : {true, false}) {
+    CAPTURE(across);
+    // Every cell once; slots (a cell's, whichever walk reaches it) distinct.
+    std::vector<int> cells(kTile * kTile, 0), slots(kTile * (kTile + 1), 0);
+    bool adjacent = true, distinct_banks = true;
+    for (int ty = 0; ty < kRows; ++ty)
+      for (int step = 0; step < kSteps; ++step) {
+        std::vector<int> banks;
+        for (int tx = 0; tx < kTile; ++tx) {
+          const tpf::TileCell c = tpf::tile_cell(across, tx, ty, step, kRows);
+          ++cells.at(c.row * kTile + c.column);
+          const int slot = tpf::tile_slot(c, kTile);
+          ++slots.at(slot);
+          banks.push_back(slot % 32);
+          // A warp's lanes step one element along the operand's contiguous
+          // axis: down a column when transposed, along a row otherwise.
+          const tpf::TileCell next =
+              tpf::tile_cell(across, tx + 1, ty, step, kRows);
+          if (tx + 1 < kTile)
+            adjacent &= across
+                            ? next.row == c.row + 1 && next.column == c.column
+                            : next.column == c.column + 1 && next.row == c.row;
+        }
+        std::sort(banks.begin(), banks.end());
+        distinct_banks &=
+            std::adjacent_find(banks.begin(), banks.end()) == banks.end();
+      }
+    CHECK(
+        std::all_of(cells.begin(), cells.end(), [](int n) { return n == 1; }));
+    CHECK(
+        std::all_of(slots.begin(), slots.end(), [](int n) { return n <= 1; }));
+    CHECK(adjacent);
+    CHECK(distinct_banks);  // 4-byte elements: no bank conflict either way
+  }
+}
+
 namespace {
 
-/**
- * Simulates the reduction kernel's first pass: the elements each
- * (part, thread) folds, in order, as reduce.cu's loops visit them. The
- * split is a function of (K, N, width) alone, so this order, and with it
- * every bit of a sum, is the same on every run.
- */
-std::vector<std::vector<int64_t>> visits(int64_t N, tpf::ReducePartition s,
-                                         int width, int threads) {
+/** The elements a (part, thread) folds, in order; whether all were whole. */
+struct Visits {
   std::vector<std::vector<int64_t>> order;
+  bool groups_whole = true;  // every grouped vector lies inside its part
+};
+
+/**
+ * Simulates the reduction kernel's first pass over dense, aligned data:
+ * each (part, thread) folds groups of `group` vectors loaded together up to
+ * reduce_group_end, then one vector at a time (all of them for group 0, as
+ * over strided data), as reduce.cu's loops visit them. The split is a function
+ * of (K, N, width) alone, so this order, and with it every bit of a sum, is the
+ * same on every run.
+ */
+Visits visits(int64_t N, tpf::ReducePartition s, int width, int threads,
+              int group) {
+  Visits result;
   for (int64_t p = 0; p < s.parts; ++p) {
     const int64_t begin = tpf::reduce_vector_begin(p, s.chunk, 0, width);
     const int64_t end = std::min(begin + s.chunk, N);
     const int64_t vectors = (end - begin + width - 1) / width;
+    const int64_t whole = (end - begin) / width;
+    const auto fold = [&](int64_t v, std::vector<int64_t>& mine) {
+      const int64_t first = tpf::reduce_vector_begin(p, s.chunk, v, width);
+      for (int64_t r = first; r < std::min(first + width, end); ++r)
+        mine.push_back(r);
+    };
     for (int t = 0; t < threads; ++t) {
       std::vector<int64_t> mine;
-      for (int64_t v = t; v < vectors; v += threads) {
-        const int64_t first = tpf::reduce_vector_begin(p, s.chunk, v, width);
-        for (int64_t r = first; r < std::min(first + width, end); ++r)
-          mine.push_back(r);
-      }
-      order.push_back(mine);
+      int64_t v = t;
+      const int64_t group_end =
+          group > 0 ? tpf::reduce_group_end(t, whole, threads, group) : t;
+      for (; v < group_end; v += int64_t{group} * threads)
+        for (int g = 0; g < group; ++g) {
+          const int64_t w = v + int64_t{g} * threads;
+          result.groups_whole &= w < whole;
+          fold(w, mine);
+        }
+      for (; v < vectors; v += threads) fold(v, mine);
+      result.order.push_back(mine);
     }
   }
-  return order;
+  return result;
 }
 
 }  // namespace
@@ -255,6 +313,9 @@ TEST_CASE("a reduction's parts tile each output's range in whole vectors") {
                         {64, 1 << 16, 4},
                         {1024, 4096, 4},
                         {100000, 7, 4},
+                        // Dozens of vectors per thread, a partial last one.
+                        {1000, 50001, 4},
+                        {1, 3000001, 2},
                         {1, int64_t{64} << 20, 4}};
   for (const Case& c : cases) {
     CAPTURE(c.K);
@@ -267,20 +328,88 @@ TEST_CASE("a reduction's parts tile each output's range in whole vectors") {
     CHECK(s.chunk % c.width == 0);
     CHECK((s.parts - 1) * s.chunk < c.N);  // no empty part
     CHECK(s.parts * s.chunk >= c.N);       // nothing left over
-    if (c.N < 4 * kThreads) CHECK(s.parts == 1);
+    // A thread of a split output loads at least one group of vectors.
+    const int64_t group_span = int64_t{tpf::kReduceGroup} * c.width * kThreads;
+    if (c.N < group_span) CHECK(s.parts == 1);
+    if (s.parts > 1) CHECK(s.chunk >= group_span);
     // A full sum of 64M floats keeps ~1024 blocks busy, each thread folding
     // a few vectors.
     if (c.K == 1 && c.N >= (int64_t{1} << 26)) CHECK(s.parts >= 512);
     // The second pass reduces the K x parts partials in one part each.
     CHECK(tpf::reduce_partition(c.K, s.parts, c.width, kThreads).parts == 1);
     if (c.N > 1 << 22) continue;  // the simulation below is O(N)
+    const Visits single = visits(c.N, s, c.width, kThreads, 0);
     std::vector<int> seen(static_cast<size_t>(c.N), 0);
     bool in_order = true;
-    for (const auto& mine : visits(c.N, s, c.width, kThreads)) {
+    for (const auto& mine : single.order) {
       in_order &= std::is_sorted(mine.begin(), mine.end());
       for (int64_t r : mine) ++seen.at(r);
     }
     CHECK(in_order);
+    CHECK(std::all_of(seen.begin(), seen.end(), [](int n) { return n == 1; }));
+    // Grouped loads (kReduceGroup = 4, and other sizes) fold the same
+    // elements in the same order, so they give the same bits.
+    for (const int group : {1, 2, 4, 7}) {
+      CAPTURE(group);
+      const Visits grouped = visits(c.N, s, c.width, kThreads, group);
+      CHECK(grouped.groups_whole);
+      CHECK(grouped.order == single.order);
+    }
+  }
+}
+
+TEST_CASE("a column reduction's parts tile the rows; its groups stay inside") {
+  // reduce.cu's column kernel: blocks of 32 outputs, 8 threads along the
+  // rows, groups of 8 rows, parts of at least 64 rows.
+  constexpr int kColumns = tpf::kColumnReduceWidth,
+                kThreads = tpf::kColumnReduceThreads,
+                kGroup = tpf::kColumnReduceGroup, kMinRows = kThreads * kGroup;
+  struct Case {
+    int64_t K, N;
+  };
+  const Case cases[] = {{32, 1},        {67, 4099},     {1000, 64},
+                        {8192, 8192},   {32, 1 << 20},  {1 << 20, 2},
+                        {100, 1000003}, {40000, 77777}, {32, 0}};
+  for (const Case& c : cases) {
+    CAPTURE(c.K);
+    CAPTURE(c.N);
+    const tpf::ReducePartition s =
+        tpf::column_partition(c.K, c.N, kColumns, kMinRows);
+    const int64_t column_blocks = (c.K + kColumns - 1) / kColumns;
+    CHECK(s.parts >= 1);
+    CHECK(s.parts <= 65535);
+    CHECK(s.parts <= std::max<int64_t>(1, 1024 / column_blocks));
+    if (s.parts > 1) {
+      CHECK(s.chunk >= kMinRows);
+      CHECK((s.parts - 1) * s.chunk < c.N);  // no empty part
+    }
+    CHECK(s.parts * s.chunk >= c.N);  // every row in a part
+    // A 64M-element column sum fills ~1024 blocks.
+    if (c.K * c.N >= (int64_t{1} << 26)) CHECK(column_blocks * s.parts >= 512);
+    // Each part's rows as the kernel's threads fold them: thread ty takes
+    // rows ty, ty + 8, ... in order, grouped up to reduce_group_end.
+    std::vector<int> seen(static_cast<size_t>(c.N), 0);
+    bool in_order = true, groups_inside = true;
+    for (int64_t p = 0; p < s.parts; ++p) {
+      const int64_t begin = p * s.chunk;
+      const int64_t rows = std::min(begin + s.chunk, c.N) - begin;
+      for (int ty = 0; ty < kThreads; ++ty) {
+        std::vector<int64_t> mine;
+        int64_t v = ty;
+        const int64_t group_end =
+            tpf::reduce_group_end(v, rows, kThreads, kGroup);
+        for (; v < group_end; v += kGroup * kThreads)
+          for (int g = 0; g < kGroup; ++g) {
+            groups_inside &= v + g * kThreads < rows;
+            mine.push_back(begin + v + g * kThreads);
+          }
+        for (; v < rows; v += kThreads) mine.push_back(begin + v);
+        in_order &= std::is_sorted(mine.begin(), mine.end());
+        for (int64_t r : mine) ++seen.at(static_cast<size_t>(r));
+      }
+    }
+    CHECK(in_order);
+    CHECK(groups_inside);
     CHECK(std::all_of(seen.begin(), seen.end(), [](int n) { return n == 1; }));
   }
 }

@@ -373,49 +373,61 @@ TEST_CASE("broadcasts, slices and transposes on the GPU are the CPU's" *
 
 TEST_CASE("reductions on the GPU: two passes, grouped loads, strided axes" *
           doctest::skip(!has_gpu())) {
-  // 2^21 + 3 elements: ~1024 blocks of a first pass, each thread loading
-  // groups of vectors, and a second pass; 3 rows of 300,001 (one pass, a
-  // partial last vector); the column kernel over 4099 rows (two passes),
-  // a transpose, a slice of 40 columns (one pass) and integers.
+  // Row-wise kernel: 2^21 + 3 elements (~512-1024 blocks of a first pass,
+  // each thread loading a group of vectors, and a second pass); 3 rows of
+  // 300,001 (two passes); 1024 rows of 4099 (one pass, every fourth row
+  // starting a vector, the others element by element). Column kernel: 67
+  // columns of 4099 rows (two passes), its transpose, a slice of 40 columns
+  // (one pass), integers. Positive data: each float sum is large against
+  // its rounding.
   const auto flat64 = uniform64({(int64_t{1} << 21) + 3}, 0.0, 1.0);
-  const auto rows64 = uniform64({3, 300001});
-  const auto cols64 = uniform64({4099, 67});
+  const auto rows64 = uniform64({3, 300001}, 0.0, 1.0);
+  const auto wide64 = uniform64({1024, 4099}, 0.0, 1.0);
+  const auto cols64 = uniform64({4099, 67}, 0.0, 1.0);
   for (const tpf::DType dtype : {tpf::float32, tpf::float64}) {
     CAPTURE(dtype);
     const auto flat = flat64.cast(dtype), rows = rows64.cast(dtype),
-               cols = cols64.cast(dtype);
-    const auto on = [&](tpf::Device d) {
-      const auto f = flat.to(d), r = rows.to(d), c = cols.to(d);
+               wide = wide64.cast(dtype), cols = cols64.cast(dtype);
+    const auto sums = [&](tpf::Device d) {
+      const auto f = flat.to(d), r = rows.to(d), w = wide.to(d), c = cols.to(d);
       return std::vector<tpf::Tensor>{
           tpf::sum(f).cpu(),
           tpf::sum(r, {1}).cpu(),
+          tpf::sum(w, {1}).cpu(),
           tpf::sum(c, {0}).cpu(),
           tpf::sum(tpf::transpose(c), {1}).cpu(),
           tpf::sum(c).cpu(),
-          tpf::sum(tpf::slice(c, {0, 0}, {100, 40}), {0}).cpu(),
-          tpf::max(f).cpu(),
-          tpf::min(r, {1}).cpu(),
-          tpf::max(c, {0}).cpu(),
+          tpf::sum(tpf::slice(c, {0, 0}, {100, 40}), {0}).cpu()};
+    };
+    const auto exact = [&](tpf::Device d) {
+      const auto f = flat.to(d), r = rows.to(d), c = cols.to(d);
+      return std::vector<tpf::Tensor>{
+          tpf::max(f).cpu(), tpf::min(r, {1}).cpu(), tpf::max(c, {0}).cpu(),
           tpf::sum(tpf::cast(c * 1000.0, tpf::int64), {0}).cpu()};
     };
-    const auto cpu = on(tpf::Device::cpu());
-    const auto gpu_results = on(gpu);
-    REQUIRE(cpu.size() == gpu_results.size());
-    // Sums of floats in another order: within rounding; the rest exact.
+    // Sums in another order than the CPU's: within rounding.
     const double tol = dtype == tpf::float32 ? 1e-4 : 1e-11;
-    for (size_t i = 0; i < cpu.size(); ++i) {
+    const auto sums_cpu = sums(tpf::Device::cpu()), sums_gpu = sums(gpu);
+    for (size_t i = 0; i < sums_cpu.size(); ++i) {
       CAPTURE(i);
-      const bool exact = i >= 6;  // maxima, minima, integers
-      CHECK_CLOSE(gpu_results[i], cpu[i], exact ? 0.0 : tol, exact ? 0.0 : tol);
+      CHECK_CLOSE(sums_gpu[i], sums_cpu[i], tol, tol);
+    }
+    const auto exact_cpu = exact(tpf::Device::cpu()), exact_gpu = exact(gpu);
+    for (size_t i = 0; i < exact_cpu.size(); ++i) {
+      CAPTURE(i);
+      CHECK_CLOSE(exact_gpu[i], exact_cpu[i], 0.0, 0.0);
     }
     // The shape alone fixes the order of the sums: the same bits on a
-    // second run, and from a misaligned view (element by element) as from
-    // its aligned copy (groups of 16-byte loads).
-    const auto on_gpu = flat.to(gpu);
-    const auto view = tpf::slice(on_gpu, {1}, {flat.numel() - 1});
-    CHECK_CLOSE(tpf::sum(on_gpu).cpu(), gpu_results[0], 0.0, 0.0);
+    // second run, and from misaligned views (element by element) as from
+    // their aligned copies (groups of 16-byte loads).
+    const auto f = flat.to(gpu), w = wide.to(gpu);
+    CHECK_CLOSE(tpf::sum(f).cpu(), sums_gpu[0], 0.0, 0.0);
+    const auto view = tpf::slice(f, {1}, {flat.numel() - 1});
     CHECK_CLOSE(tpf::sum(view).cpu(), tpf::sum(view.contiguous()).cpu(), 0.0,
                 0.0);
+    const auto shifted = tpf::slice(w, {0, 1}, {1024, 4098});
+    CHECK_CLOSE(tpf::sum(shifted, {1}).cpu(),
+                tpf::sum(shifted.contiguous(), {1}).cpu(), 0.0, 0.0);
   }
 }
 

@@ -93,4 +93,32 @@ transposed_operands(int rank, const int64_t (*strides)[kMaxRank]) {
   return (mask & 1u) != 0 ? 0 : mask;
 }
 
+/** A cell of the elementwise kernels' transposed tiles. */
+struct TileCell {
+  int row, column;
+};
+
+/**
+ * The cell that thread (tx, ty) of the transposed-tile kernel loads at
+ * `step`, with `rows_per_step` rows of threads: a transposed input's threads
+ * walk the tile's columns with tx along its rows (the input's contiguous
+ * axis), the other operands' walk its rows with tx along the columns, so a
+ * warp's 32 loads or stores are adjacent either way. The compute phase
+ * takes the cells of the second walk.
+ */
+TPF_HOST_DEVICE constexpr TileCell tile_cell(bool across, int tx, int ty,
+                                             int step, int rows_per_step) {
+  const int walked = ty + step * rows_per_step;
+  return across ? TileCell{tx, walked} : TileCell{walked, tx};
+}
+
+/**
+ * A cell's slot in shared memory: by column, each padded to `tile` + 1
+ * slots, so that the 32 cells of a tile's row or of its column fall in 32
+ * distinct banks (CUDA's transpose sample).
+ */
+TPF_HOST_DEVICE constexpr int tile_slot(TileCell cell, int tile) {
+  return cell.column * (tile + 1) + cell.row;
+}
+
 }  // namespace tapeflow
