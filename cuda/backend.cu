@@ -163,6 +163,7 @@ void register_arg_reduce(Registry& r);
 void register_linalg(Registry& r);
 void register_fractional_pool(Registry& r);
 void register_conv(Registry& r);
+void register_lstm_cell(Registry& r);
 
 }  // namespace tapeflow::cuda
 
@@ -186,4 +187,5 @@ extern "C" void tapeflow_register_cuda(tapeflow::Registry* r) {
   tapeflow::cuda::register_linalg(*r);
   tapeflow::cuda::register_fractional_pool(*r);
   tapeflow::cuda::register_conv(*r);
+  tapeflow::cuda::register_lstm_cell(*r);
 }

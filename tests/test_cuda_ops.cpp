@@ -4,8 +4,9 @@
 // indices, max pooling's second order (MaxPoolGather), the data errors and
 // edge rows of matrix_inverse and one_hot, gather with an empty output, a
 // convolution too tall for one grid along y, the fused cross entropy's
-// rows wider than a block, elementwise broadcasts on both vector paths, and
-// reductions large enough for two passes and grouped loads. The
+// rows wider than a block, elementwise broadcasts on both vector paths,
+// reductions large enough for two passes and grouped loads, and the fused
+// LSTM cell under a layer. The
 // deferred gather error is test_cuda.cpp's. Skips (exit 77) where no GPU is
 // present.
 #define DOCTEST_CONFIG_IMPLEMENT
@@ -429,6 +430,56 @@ TEST_CASE("reductions on the GPU: two passes, grouped loads, strided axes" *
     CHECK_CLOSE(tpf::sum(shifted, {1}).cpu(),
                 tpf::sum(shifted.contiguous(), {1}).cpu(), 0.0, 0.0);
   }
+}
+
+TEST_CASE("an LSTM layer on the GPU takes the fused cell ops, as on the CPU" *
+          doctest::skip(!has_gpu())) {
+  // 37 units over 5 rows and 7 steps, with a tape (the fused walk: the
+  // cell ops forward and back) and without (a step at a time, the forward
+  // op); the same Variables on both devices.
+  std::string log;
+  for (const tpf::DType dtype : {tpf::float64, tpf::float32}) {
+    CAPTURE(dtype);
+    nn::RNNOptions o{.return_sequences = true, .return_state = true};
+    o.dtype = dtype;
+    o.kernel_initializer = nn::glorot_uniform(1);
+    o.recurrent_initializer = nn::orthogonal(1.0, 2);
+    o.bias_initializer = nn::random_uniform_initializer(-0.5, 0.5, 3);
+    nn::LSTM layer(37, o);
+    const auto x = uniform64({5, 7, 4}).cast(dtype);
+    const auto h0 = uniform64({5, 37}).cast(dtype);
+    const auto c0 = uniform64({5, 37}).cast(dtype);
+    const auto passes = [&](tpf::Device d) {
+      layer.to(d);
+      const auto xd = x.to(d), hd = h0.to(d), cd = c0.to(d);
+      std::vector<tpf::Tensor> out;
+      {
+        tpf::GradientTape tape;
+        for (const auto& t : {xd, hd, cd}) tape.watch(t);
+        const auto r = layer.call(xd, {.initial_state = {hd, cd}});
+        const auto loss = tpf::sum(r.output * r.output) + tpf::sum(r.states[1]);
+        std::vector<tpf::Tensor> sources{xd, hd, cd};
+        for (const auto& p : layer.parameters()) sources.push_back(p);
+        out = tape.gradient(loss, sources);
+        out.push_back(r.output);
+      }
+      out.push_back(layer.call(xd, {.initial_state = {hd, cd}}).output);
+      for (auto& t : out) t = t.cpu();
+      return out;
+    };
+    const auto on_cpu = passes(tpf::Device::cpu());
+    std::vector<tpf::Tensor> on_gpu;
+    log += placement_log([&] { on_gpu = passes(gpu); });
+    REQUIRE(on_gpu.size() == on_cpu.size());
+    const double tol = dtype == tpf::float32 ? 1e-4 : 1e-10;
+    for (size_t i = 0; i < on_cpu.size(); ++i) {
+      CAPTURE(i);
+      CHECK_CLOSE(on_gpu[i], on_cpu[i], tol, tol);
+    }
+  }
+  CHECK(log.find("lstm_cell_forward -> cuda:0 (cuda)") != std::string::npos);
+  CHECK(log.find("lstm_cell_backward -> cuda:0 (cuda)") != std::string::npos);
+  CHECK(log.find("soft placement") == std::string::npos);
 }
 
 int main(int argc, char** argv) {

@@ -1,15 +1,17 @@
 // The fused LSTM cell on the CPU (nn/lstm_cell_ops.hpp): each element runs
-// the op-by-op walk's ops in their order with the same functions (the
-// Sigmoid kernel's sigmoid, the CPU's tanh), in one xsimd pass along each
-// row, rows split across threads. The values are the op-by-op walk's within
-// a few ulp: GCC fuses a product into the sum that follows it, and a row's
-// tail takes the scalar functions where the ops' tails fall elsewhere. A step
-// of the benchmark's LSTM (32 x 256 units) is one pass forward and one back
-// instead of ~30 small ops, each with its own allocation and pass over memory.
+// the op-by-op walk's ops in their order (core/lstm_cell_math.hpp) with the
+// same functions (the Sigmoid kernel's sigmoid, the CPU's tanh), in one
+// xsimd pass along each row, rows split across threads. The values are the
+// op-by-op walk's within a few ulp: GCC fuses a product into the sum that
+// follows it, and a row's tail takes the scalar functions where the ops' tails
+// fall elsewhere. A step of the benchmark's LSTM (32 x 256 units) is one pass
+// forward and one back instead of ~30 small ops, each with its own allocation
+// and pass over memory.
 #include <algorithm>
 
 #include "core/creation_internal.hpp"
 #include "core/dtype_dispatch.hpp"
+#include "core/lstm_cell_math.hpp"
 #include "cpu/batch_loop.hpp"
 #include "cpu/functors.hpp"
 #include "cpu/tanh_float.hpp"
@@ -51,19 +53,18 @@ void cell_forward(const LstmCellForward& op, Inputs in, const Outputs& out) {
     over_rows<T>(rows, units, [=]<class V>(int64_t r, int64_t k) {
       const T* zr = zp + r * 4 * units + k;
       const int64_t at = r * units + k;
-      const V i = cpu_sigmoid(load_at<V>(zr));
-      const V f = cpu_sigmoid(load_at<V>(zr + units));
-      const V g = cpu_tanh(load_at<V>(zr + 2 * units));
-      const V o = cpu_sigmoid(load_at<V>(zr + 3 * units));
-      const V c_next = f * load_at<V>(cp + at) + i * g;
-      const V tanh_c = cpu_tanh(c_next);
-      store_at(ip + at, i);
-      store_at(fp + at, f);
-      store_at(gp + at, g);
-      store_at(op_ + at, o);
-      store_at(cn + at, c_next);
-      store_at(tc + at, tanh_c);
-      store_at(hp + at, o * tanh_c);
+      const auto v = lstm_cell_forward_values(
+          load_at<V>(zr), load_at<V>(zr + units), load_at<V>(zr + 2 * units),
+          load_at<V>(zr + 3 * units), load_at<V>(cp + at),
+          [](const V& x) { return cpu_sigmoid(x); },
+          [](const V& x) { return cpu_tanh(x); });
+      store_at(ip + at, v.i);
+      store_at(fp + at, v.f);
+      store_at(gp + at, v.g);
+      store_at(op_ + at, v.o);
+      store_at(cn + at, v.c_next);
+      store_at(tc + at, v.tanh_c);
+      store_at(hp + at, v.h);
     });
   });
 }
@@ -80,17 +81,16 @@ void cell_backward(const LstmCellBackward& op, Inputs in, const Outputs& out) {
     T *dz = out[0].data<T>(), *dc_prev = out[1].data<T>();
     over_rows<T>(rows, units, [=]<class V>(int64_t r, int64_t k) {
       const int64_t at = r * units + k;
-      const V i = load_at<V>(ip + at), f = load_at<V>(fp + at),
-              g = load_at<V>(gp + at), o = load_at<V>(op_ + at),
-              tanh_c = load_at<V>(tc + at), dh = load_at<V>(dhp + at);
-      const V one(1);
-      const V dc = load_at<V>(dcp + at) + dh * o * (one - tanh_c * tanh_c);
+      const auto d = lstm_cell_backward_values(
+          load_at<V>(ip + at), load_at<V>(fp + at), load_at<V>(gp + at),
+          load_at<V>(op_ + at), load_at<V>(cp + at), load_at<V>(tc + at),
+          load_at<V>(dhp + at), load_at<V>(dcp + at));
       T* dzr = dz + r * 4 * units + k;
-      store_at(dzr, dc * g * i * (one - i));
-      store_at(dzr + units, dc * load_at<V>(cp + at) * f * (one - f));
-      store_at(dzr + 2 * units, dc * i * (one - g * g));
-      store_at(dzr + 3 * units, dh * tanh_c * o * (one - o));
-      store_at(dc_prev + at, dc * f);
+      store_at(dzr, d.dz_i);
+      store_at(dzr + units, d.dz_f);
+      store_at(dzr + 2 * units, d.dz_g);
+      store_at(dzr + 3 * units, d.dz_o);
+      store_at(dc_prev + at, d.dc_prev);
     });
   });
 }
