@@ -14,6 +14,7 @@
 #include "context.hpp"
 #include "core/creation_internal.hpp"
 #include "core/dtype_dispatch.hpp"
+#include "core/reduce_block.hpp"
 #include "core/vector_split.hpp"
 #include "elementwise.cuh"  // Pack
 #include "ops/reduce_ops.hpp"
@@ -22,36 +23,6 @@ namespace tapeflow::cuda {
 namespace {
 
 constexpr int kThreads = 256;
-
-struct Block {
-  int rank = 0;
-  bool dense = true;  // offset(i) == i * unit: no index arithmetic
-  int64_t unit = 1;
-  int64_t shape[kMaxRank];
-  int64_t strides[kMaxRank];
-
-  void add(int64_t extent, int64_t stride) {
-    shape[rank] = extent;
-    strides[rank] = stride;
-    ++rank;
-    int64_t expected = strides[rank - 1];
-    dense = true;
-    for (int d = rank - 1; d >= 0; --d) {
-      if (shape[d] != 1 && strides[d] != expected) dense = false;
-      expected *= shape[d];
-    }
-    unit = strides[rank - 1];
-  }
-  __device__ int64_t offset(int64_t i) const {
-    if (dense) return i * unit;
-    int64_t off = 0;
-    for (int d = rank - 1; d >= 0; --d) {
-      off += (i % shape[d]) * strides[d];
-      i /= shape[d];
-    }
-    return off;
-  }
-};
 
 struct SumR {
   template <class T>
@@ -91,7 +62,7 @@ struct MinR {
  */
 template <class T, class R>
 __global__ void __launch_bounds__(kThreads)
-    reduce_kernel(Block kept, Block reduced, int64_t K, int64_t N,
+    reduce_kernel(ReduceBlock kept, ReduceBlock reduced, int64_t K, int64_t N,
                   int64_t chunk, T identity, const T* in, T* out, R combine) {
   constexpr int W = vector_width(sizeof(T));
   using BlockReduce =
@@ -199,7 +170,8 @@ __global__ void __launch_bounds__(kColumns* kColumnThreads)
  * lie at multiples of one stride other than 1 (the row-wise kernel reads a
  * contiguous row in 16-byte vectors).
  */
-bool by_columns(const Block& kept, const Block& reduced, int64_t K) {
+bool by_columns(const ReduceBlock& kept, const ReduceBlock& reduced,
+                int64_t K) {
   return K >= kColumns && kept.dense && kept.unit == 1 && reduced.dense &&
          reduced.unit != 1;
 }
@@ -236,9 +208,9 @@ void reduce_columns(cudaStream_t stream, int64_t K, int64_t N, int64_t unit,
 }
 
 template <class T, class R>
-void launch(cudaStream_t stream, const Block& kept, const Block& reduced,
-            int64_t K, int64_t N, ReducePartition split, T identity,
-            const T* in, T* out) {
+void launch(cudaStream_t stream, const ReduceBlock& kept,
+            const ReduceBlock& reduced, int64_t K, int64_t N,
+            ReducePartition split, T identity, const T* in, T* out) {
   const dim3 grid(static_cast<unsigned>(std::min<int64_t>(K, 65535)),
                   static_cast<unsigned>(split.parts));
   reduce_kernel<T, R><<<grid, kThreads, 0, stream>>>(
@@ -248,7 +220,7 @@ void launch(cudaStream_t stream, const Block& kept, const Block& reduced,
 
 template <class T, class R>
 void run(const ReduceOp& op, const Tensor& x, Tensor& out, T identity) {
-  Block kept, reduced;
+  ReduceBlock kept, reduced;
   for (int64_t i = 0; i < x.rank(); ++i)
     (op.reduces(i) ? reduced : kept).add(x.shape()[i], x.strides()[i]);
   const int64_t K = out.numel(), N = K ? x.numel() / K : 0;
@@ -269,7 +241,7 @@ void run(const ReduceOp& op, const Tensor& x, Tensor& out, T identity) {
   Tensor partial = empty_tensor({K, split.parts}, out.dtype(), out.device());
   launch<T, R>(stream, kept, reduced, K, N, split, identity, in,
                static_cast<T*>(partial.raw_data()));
-  Block rows, cols;
+  ReduceBlock rows, cols;
   rows.add(K, split.parts);
   cols.add(split.parts, 1);
   launch<T, R>(stream, rows, cols, K, split.parts,

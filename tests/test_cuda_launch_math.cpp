@@ -1,9 +1,10 @@
 // White-box: the host-side policy and index math of the CUDA kernels that
 // CPU CI can check without a GPU: which cuBLAS arithmetic a matmul gets
 // (core/gemm_compute.hpp), how the elementwise and reduction kernels cut
-// their work into 16-byte vectors and blocks (core/vector_split.hpp), and
-// the elementwise kernels' strided offsets and row vectors
-// (core/strided_offsets.hpp).
+// their work into 16-byte vectors and blocks (core/vector_split.hpp), the
+// elementwise kernels' strided offsets and row vectors
+// (core/strided_offsets.hpp), and a reduction's offsets
+// (core/reduce_block.hpp).
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "core/gemm_compute.hpp"
+#include "core/reduce_block.hpp"
 #include "core/strided_offsets.hpp"
 #include "core/vector_split.hpp"
 #include "support/check.hpp"
@@ -412,4 +414,49 @@ TEST_CASE("a column reduction's parts tile the rows; its groups stay inside") {
     CHECK(groups_inside);
     CHECK(std::all_of(seen.begin(), seen.end(), [](int n) { return n == 1; }));
   }
+}
+
+TEST_CASE("a reduction's blocks: offsets of every element, dense or split") {
+  struct Axis {
+    int64_t extent, stride;
+  };
+  struct Case {
+    std::vector<Axis> axes;
+    bool dense;
+  };
+  const std::vector<Case> cases = {
+      // An NCHW bias gradient's reduced axes (N, H, W) around C = 3; its
+      // kept C; a transpose; size-1 axes of any stride; a broadcast; dense
+      // rows and a strided column.
+      {{{4, 3 * 35}, {5, 7}, {7, 1}}, false},
+      {{{3, 35}}, true},
+      {{{6, 1}, {5, 6}}, false},
+      {{{1, 999}, {6, 5}, {1, 77}, {5, 1}}, true},
+      {{{3, 0}, {4, 1}}, false},
+      {{{4, 10}, {10, 1}}, true},
+      {{{9, 11}}, true},
+  };
+  for (const Case& c : cases) {
+    tpf::ReduceBlock block;
+    for (const Axis& a : c.axes) block.add(a.extent, a.stride);
+    CAPTURE(block.rank);
+    CHECK(block.dense == c.dense);
+    bool same = true;
+    for (int64_t i = 0; i < block.count; ++i) {
+      int64_t expected = 0, rest = i;
+      for (size_t d = c.axes.size(); d-- > 0;) {
+        expected += rest % c.axes[d].extent * c.axes[d].stride;
+        rest /= c.axes[d].extent;
+      }
+      same &= block.offset(i) == expected;
+    }
+    CHECK(same);
+  }
+  // Past 2^31 elements the split takes 64-bit divisions.
+  tpf::ReduceBlock big;
+  big.add(int64_t{1} << 20, 3);
+  big.add(int64_t{1} << 12, 1 << 22);
+  REQUIRE_FALSE(big.dense);
+  const int64_t i = (int64_t{1} << 32) - 5;
+  CHECK(big.offset(i) == (i / 4096) * 3 + (i % 4096) * (1 << 22));
 }

@@ -379,12 +379,14 @@ TEST_CASE("reductions on the GPU: two passes, grouped loads, strided axes" *
   // 300,001 (two passes); 1024 rows of 4099 (one pass, every fourth row
   // starting a vector, the others element by element). Column kernel: 67
   // columns of 4099 rows (two passes), its transpose, a slice of 40 columns
-  // (one pass), integers. Positive data: each float sum is large against
-  // its rounding.
+  // (one pass), integers. Strided blocks: an NCHW bias gradient (kept
+  // channels between reduced axes). Positive data: each float sum is large
+  // against its rounding.
   const auto flat64 = uniform64({(int64_t{1} << 21) + 3}, 0.0, 1.0);
   const auto rows64 = uniform64({3, 300001}, 0.0, 1.0);
   const auto wide64 = uniform64({1024, 4099}, 0.0, 1.0);
   const auto cols64 = uniform64({4099, 67}, 0.0, 1.0);
+  const auto nchw64 = uniform64({6, 5, 7, 9}, 0.0, 1.0);
   for (const tpf::DType dtype : {tpf::float32, tpf::float64}) {
     CAPTURE(dtype);
     const auto flat = flat64.cast(dtype), rows = rows64.cast(dtype),
@@ -398,7 +400,8 @@ TEST_CASE("reductions on the GPU: two passes, grouped loads, strided axes" *
           tpf::sum(c, {0}).cpu(),
           tpf::sum(tpf::transpose(c), {1}).cpu(),
           tpf::sum(c).cpu(),
-          tpf::sum(tpf::slice(c, {0, 0}, {100, 40}), {0}).cpu()};
+          tpf::sum(tpf::slice(c, {0, 0}, {100, 40}), {0}).cpu(),
+          tpf::sum(nchw64.cast(dtype).to(d), {0, 2, 3}).cpu()};
     };
     const auto exact = [&](tpf::Device d) {
       const auto f = flat.to(d), r = rows.to(d), c = cols.to(d);
