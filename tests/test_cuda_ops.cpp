@@ -439,7 +439,8 @@ TEST_CASE("an LSTM layer on the GPU takes the fused cell ops, as on the CPU" *
           doctest::skip(!has_gpu())) {
   // 37 units over 5 rows and 7 steps, with a tape (the fused walk: the
   // cell ops forward and back) and without (a step at a time, the forward
-  // op); the same Variables on both devices.
+  // op); the same Variables on both devices. The placement log names an
+  // (op, device) once per process: no other case here runs the cell ops.
   std::string log;
   for (const tpf::DType dtype : {tpf::float64, tpf::float32}) {
     CAPTURE(dtype);

@@ -27,7 +27,10 @@ struct ReduceBlock {
     strides[rank] = stride;
     extents[rank] = FastDivmod(
         extent < (int64_t{1} << 31) ? static_cast<uint32_t>(extent) : 1u);
-    count *= extent;
+    // Unsigned: an empty tensor's other extents may be huge (its count is 0
+    // and no index reaches it), and a wrapped product is never indexed.
+    count = static_cast<int64_t>(static_cast<uint64_t>(count) *
+                                 static_cast<uint64_t>(extent));
     ++rank;
     int64_t expected = strides[rank - 1];
     dense = true;
