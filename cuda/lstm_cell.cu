@@ -64,23 +64,18 @@ __global__ void cell_backward_kernel(int64_t n, int64_t units,
   }
 }
 
-template <class T>
-T* data(const Tensor& t) {
-  return static_cast<T*>(t.raw_data());
-}
-
 void cell_forward(const LstmCellForward& op, Inputs in, const Outputs& out) {
   const Tensor z = materialize(in[0]), c = materialize(in[1]);
   const int64_t n = c.numel(), units = c.shape()[1];
   if (n == 0) return;
   dispatch_floating(c.dtype(), op.name, [&](auto tag) {
     using T = decltype(tag);
-    const ForwardOutputs<T> o{data<T>(out[0]), data<T>(out[1]), data<T>(out[2]),
-                              data<T>(out[3]), data<T>(out[4]), data<T>(out[5]),
-                              data<T>(out[6])};
+    const ForwardOutputs<T> o{
+        out[0].data<T>(), out[1].data<T>(), out[2].data<T>(), out[3].data<T>(),
+        out[4].data<T>(), out[5].data<T>(), out[6].data<T>()};
     cell_forward_kernel<T>
         <<<blocks_for(n), kBlockThreads, 0, activate(c.device().index)>>>(
-            n, units, data<T>(z), data<T>(c), o);
+            n, units, z.data<T>(), c.data<T>(), o);
     TAPEFLOW_CUDA_CHECK(cudaGetLastError());
   });
 }
@@ -92,12 +87,12 @@ void cell_backward(const LstmCellBackward& op, Inputs in, const Outputs& out) {
   if (n == 0) return;
   dispatch_floating(x[0].dtype(), op.name, [&](auto tag) {
     using T = decltype(tag);
-    const BackwardInputs<T> b{data<T>(x[0]), data<T>(x[1]), data<T>(x[2]),
-                              data<T>(x[3]), data<T>(x[4]), data<T>(x[5]),
-                              data<T>(x[6]), data<T>(x[7])};
+    const BackwardInputs<T> b{x[0].data<T>(), x[1].data<T>(), x[2].data<T>(),
+                              x[3].data<T>(), x[4].data<T>(), x[5].data<T>(),
+                              x[6].data<T>(), x[7].data<T>()};
     cell_backward_kernel<T>
         <<<blocks_for(n), kBlockThreads, 0, activate(x[0].device().index)>>>(
-            n, units, b, data<T>(out[0]), data<T>(out[1]));
+            n, units, b, out[0].data<T>(), out[1].data<T>());
     TAPEFLOW_CUDA_CHECK(cudaGetLastError());
   });
 }
