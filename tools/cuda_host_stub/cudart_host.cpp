@@ -1,0 +1,198 @@
+// A stand-in for libcudart.so.13 whose "device" is host memory and whose
+// kernels never run: it lets the CUDA backend's host path (op dispatch, the
+// BFC arena, launch set-up, the tape) run and be timed on a machine without a
+// GPU, which is most of the machines this project is built on. Every result a
+// kernel would write is left as it was: nothing here checks values.
+// tools/cuda_host_time.sh builds it and runs a program over it.
+#include <cuda_runtime_api.h>
+
+#include <cstdlib>
+#include <cstring>
+
+namespace {
+
+constexpr size_t kAlignment = 256;                 // cudaMalloc's
+constexpr size_t kDeviceBytes = size_t(80) << 30;  // an H100's
+
+void* host_block(size_t bytes) {
+  const size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  return std::aligned_alloc(kAlignment, rounded == 0 ? kAlignment : rounded);
+}
+
+// A launch's configuration, pushed by <<<...>>> and popped by the kernel's
+// host stub right after; each host thread launches on its own.
+struct CallConfiguration {
+  dim3 grid, block;
+  size_t shared_bytes = 0;
+  void* stream = nullptr;
+};
+thread_local CallConfiguration pending;
+
+// Handles (streams, events) need only be distinct and non-null.
+template <class Handle>
+Handle new_handle() {
+  return reinterpret_cast<Handle>(new char);
+}
+
+}  // namespace
+
+extern "C" {
+
+void** __cudaRegisterFatBinary(void* fat_cubin) {
+  static void* handle = nullptr;
+  handle = fat_cubin;
+  return &handle;
+}
+void __cudaRegisterFatBinaryEnd(void**) {}
+void __cudaUnregisterFatBinary(void**) {}
+void __cudaRegisterFunction(void**, const char*, char*, const char*, int,
+                            uint3*, uint3*, dim3*, dim3*, int*) {}
+void __cudaRegisterVar(void**, char*, char*, const char*, int, size_t, int,
+                       int) {}
+
+unsigned __cudaPushCallConfiguration(dim3 grid, dim3 block, size_t shared,
+                                     CUstream_st* stream) {
+  pending = {grid, block, shared, stream};
+  return 0;
+}
+cudaError_t __cudaPopCallConfiguration(dim3* grid, dim3* block, size_t* shared,
+                                       void* stream) {
+  *grid = pending.grid;
+  *block = pending.block;
+  *shared = pending.shared_bytes;
+  *static_cast<void**>(stream) = pending.stream;
+  return cudaSuccess;
+}
+cudaError_t __cudaGetKernel(cudaKernel_t* kernel, const void* function) {
+  *kernel = reinterpret_cast<cudaKernel_t>(const_cast<void*>(function));
+  return cudaSuccess;
+}
+cudaError_t __cudaLaunchKernel(cudaKernel_t, dim3, dim3, void**, size_t,
+                               cudaStream_t) {
+  return cudaSuccess;
+}
+
+cudaError_t cudaGetDeviceCount(int* count) {
+  *count = 1;
+  return cudaSuccess;
+}
+cudaError_t cudaSetDevice(int) {
+  return cudaSuccess;
+}
+cudaError_t cudaGetDevice(int* device) {
+  *device = 0;
+  return cudaSuccess;
+}
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int) {
+  *prop = cudaDeviceProp{};
+  std::strcpy(prop->name, "host stub (no kernel runs)");
+  prop->major = 9;
+  prop->minor = 0;
+  prop->totalGlobalMem = kDeviceBytes;
+  prop->multiProcessorCount = 132;
+  prop->warpSize = 32;
+  prop->maxThreadsPerBlock = 1024;
+  return cudaSuccess;
+}
+cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attribute, int) {
+  switch (attribute) {
+    case cudaDevAttrComputeCapabilityMajor:
+      *value = 9;
+      break;
+    case cudaDevAttrMultiProcessorCount:
+      *value = 132;
+      break;
+    case cudaDevAttrWarpSize:
+      *value = 32;
+      break;
+    case cudaDevAttrMaxThreadsPerBlock:
+      *value = 1024;
+      break;
+    default:
+      *value = 0;
+  }
+  return cudaSuccess;
+}
+cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
+  *total_bytes = kDeviceBytes;
+  *free_bytes = kDeviceBytes;
+  return cudaSuccess;
+}
+const char* cudaGetErrorString(cudaError_t error) {
+  return error == cudaSuccess ? "no error" : "cuda host stub error";
+}
+cudaError_t cudaGetLastError() {
+  return cudaSuccess;
+}
+cudaError_t cudaPeekAtLastError() {
+  return cudaSuccess;
+}
+
+cudaError_t cudaMalloc(void** pointer, size_t bytes) {
+  *pointer = host_block(bytes);
+  return *pointer ? cudaSuccess : cudaErrorMemoryAllocation;
+}
+cudaError_t cudaFree(void* pointer) {
+  std::free(pointer);
+  return cudaSuccess;
+}
+cudaError_t cudaHostAlloc(void** pointer, size_t bytes, unsigned) {
+  *pointer = host_block(bytes);
+  return *pointer ? cudaSuccess : cudaErrorMemoryAllocation;
+}
+cudaError_t cudaFreeHost(void* pointer) {
+  std::free(pointer);
+  return cudaSuccess;
+}
+cudaError_t cudaHostGetDevicePointer(void** device, void* host, unsigned) {
+  *device = host;
+  return cudaSuccess;
+}
+cudaError_t cudaMemcpyAsync(void* to, const void* from, size_t bytes,
+                            cudaMemcpyKind, cudaStream_t) {
+  std::memmove(to, from, bytes);
+  return cudaSuccess;
+}
+cudaError_t cudaMemcpyPeerAsync(void* to, int, const void* from, int,
+                                size_t bytes, cudaStream_t) {
+  std::memmove(to, from, bytes);
+  return cudaSuccess;
+}
+cudaError_t cudaMemsetAsync(void* to, int value, size_t bytes, cudaStream_t) {
+  std::memset(to, value, bytes);
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned) {
+  *stream = new_handle<cudaStream_t>();
+  return cudaSuccess;
+}
+cudaError_t cudaStreamDestroy(cudaStream_t stream) {
+  delete reinterpret_cast<char*>(stream);
+  return cudaSuccess;
+}
+cudaError_t cudaStreamSynchronize(cudaStream_t) {
+  return cudaSuccess;
+}
+cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned) {
+  return cudaSuccess;
+}
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned) {
+  *event = new_handle<cudaEvent_t>();
+  return cudaSuccess;
+}
+cudaError_t cudaEventDestroy(cudaEvent_t event) {
+  delete reinterpret_cast<char*>(event);
+  return cudaSuccess;
+}
+cudaError_t cudaEventRecord(cudaEvent_t, cudaStream_t) {
+  return cudaSuccess;
+}
+cudaError_t cudaEventQuery(cudaEvent_t) {
+  return cudaSuccess;
+}
+cudaError_t cudaEventSynchronize(cudaEvent_t) {
+  return cudaSuccess;
+}
+
+}  // extern "C"
