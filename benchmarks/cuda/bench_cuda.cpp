@@ -1,15 +1,17 @@
 // tapeflow_bench_cuda: the GPU runtime against raw CUDA in the same run
 // (CUDA.md §7). Cases are `<case>/<impl>`, impl `tapeflow` or `raw` (pinned
-// cudaMemcpyAsync, cudaMalloc/cudaFree on one stream, cublasGemmEx). This
-// file: copies (copy_d2d_256MiB/raw is the roof of the elementwise and
-// reduction cases), allocation, small-op latency, and main. Every iteration
-// ends in a synchronization, so wall time is what an eager user sees. Exits 0
-// with a message where no GPU is present (CPU CI, gpu_check's bundle on a
-// machine without one).
+// cudaMemcpyAsync, cudaMalloc/cudaFree on one stream, cublasGemmEx, bare
+// kernel launches). This file: copies (copy_d2d_256MiB/raw is the roof of the
+// elementwise and reduction cases), allocation, small-op latency, and main.
+// Every iteration ends in a synchronization, so wall time is what an eager
+// user sees. Exits 0 with a message where no GPU is present (CPU CI,
+// gpu_check's bundle on a machine without one).
 #include "bench_cuda.hpp"
 
 #include <cstdio>
 #include <string>
+
+#include "small_ops_raw.hpp"
 
 namespace tpf = tapeflow;
 using namespace tapeflow_bench_cuda;
@@ -151,6 +153,13 @@ void small_add_tapeflow(benchmark::State& state) {
 /** Ops per iteration of the pipelined small-op case. */
 constexpr int kSmallOpChain = 64;
 
+/** The small-op cases' counter: wall time per op of the chain. */
+void set_us_per_op(benchmark::State& state) {
+  state.counters["us_per_op"] = benchmark::Counter(
+      1e-6 * kSmallOpChain, benchmark::Counter::kIsIterationInvariantRate |
+                                benchmark::Counter::kInvert);
+}
+
 /**
  * CUDA.md's small-op case: a chain of dependent elementwise ops on 1K-element
  * tensors (alternately y * c and y + b), launched back to back with one
@@ -167,9 +176,28 @@ void small_ops_pipelined_tapeflow(benchmark::State& state) {
     tpf::synchronize(gpu0);
     benchmark::DoNotOptimize(y);
   }
-  state.counters["us_per_op"] = benchmark::Counter(
-      1e-6 * kSmallOpChain, benchmark::Counter::kIsIterationInvariantRate |
-                                benchmark::Counter::kInvert);
+  set_us_per_op(state);
+}
+
+/** The same chain as bare launches (small_ops_raw.cu): the floor that the
+ * machine's driver and GPU set under tapeflow's. */
+void small_ops_pipelined_raw(benchmark::State& state) {
+  constexpr int n = 1024;
+  Raw raw;
+  if (!raw.make(state, 4 * n * sizeof(float), false) ||
+      failed(state,
+             cudaMemsetAsync(raw.device, 0, 4 * n * sizeof(float), raw.stream),
+             "cudaMemsetAsync"))
+    return;
+  float* buffers = static_cast<float*>(raw.device);
+  const SmallOpChain chain{buffers,         buffers + n, buffers + 2 * n,
+                           buffers + 3 * n, n,           kSmallOpChain};
+  for (auto _ : state) {
+    if (failed(state, launch_small_op_chain(chain, raw.stream), "launch") ||
+        failed(state, cudaStreamSynchronize(raw.stream), "synchronize"))
+      return;
+  }
+  set_us_per_op(state);
 }
 
 std::string size_name(int64_t bytes) {
@@ -200,6 +228,7 @@ void register_copy_cases(int devices) {
   reg("small_add_4/tapeflow", kMicrosecond, small_add_tapeflow);
   reg("small_ops_1K_pipelined/tapeflow", kMicrosecond,
       small_ops_pipelined_tapeflow);
+  reg("small_ops_1K_pipelined/raw", kMicrosecond, small_ops_pipelined_raw);
 }
 
 }  // namespace
