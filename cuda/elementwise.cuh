@@ -263,8 +263,11 @@ __device__ Bits load_bits(const char* from, int size) {
       return *reinterpret_cast<const uint16_t*>(from);
     case 4:
       return *reinterpret_cast<const uint32_t*>(from);
-    default:
-      return Bits(*reinterpret_cast<const uint64_t*>(from));
+    default:  // 8 bytes: 64-bit slots only (a body's kWidth below 4)
+      if constexpr (sizeof(Bits) == 8)
+        return *reinterpret_cast<const uint64_t*>(from);
+      __trap();  // a kWidth that ignores an 8-byte operand: loud, not cut
+      return 0;
   }
 }
 template <class Bits>
@@ -280,7 +283,10 @@ __device__ void store_bits(char* to, Bits bits, int size) {
       *reinterpret_cast<uint32_t*>(to) = static_cast<uint32_t>(bits);
       break;
     default:
-      *reinterpret_cast<uint64_t*>(to) = bits;
+      if constexpr (sizeof(Bits) == 8)
+        *reinterpret_cast<uint64_t*>(to) = bits;
+      else
+        __trap();
   }
 }
 

@@ -126,7 +126,10 @@ constexpr int kColumns = kColumnReduceWidth,
  * (core/vector_split.hpp's column_partition), in order; the block folds its
  * 8 values per column in order of ty and writes out[p * K + k]: the final
  * outputs where there is one part, else a parts x K matrix that this kernel
- * reduces again. Deterministic: the split depends on the shape alone.
+ * reduces again. Deterministic: the split depends on the shape alone, and
+ * the choice of this kernel on the strides too (by_columns), so a column sum
+ * of a transposed view and of its contiguous copy may differ in the last
+ * bits, each the same from run to run.
  */
 template <class T, class R>
 __global__ void __launch_bounds__(kColumns* kColumnThreads)

@@ -4,13 +4,15 @@
 // indices, max pooling's second order (MaxPoolGather), the data errors and
 // edge rows of matrix_inverse and one_hot, gather with an empty output, a
 // convolution too tall for one grid along y, the fused cross entropy's
-// rows wider than a block, elementwise broadcasts on both vector paths,
+// rows wider than a block and its extreme rows, matmul operands with odd
+// strides on size-1 axes, elementwise broadcasts on both vector paths,
 // reductions large enough for two passes and grouped loads, and the fused
 // LSTM cell under a layer. The
 // deferred gather error is test_cuda.cpp's. Skips (exit 77) where no GPU is
 // present.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <iostream>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -325,6 +327,75 @@ TEST_CASE(
   }
 }
 
+TEST_CASE(
+    "sparse softmax cross entropy's extreme rows, one class and no rows, on "
+    "the GPU as on the CPU" *
+    doctest::skip(!has_gpu())) {
+  // A block per row with most of its threads idle: logits 2e4 apart, a
+  // uniform row, NaN, -inf and +inf in a row (NaN matches NaN); rows of a
+  // single class (loss and gradient 0); no rows.
+  const double inf = std::numeric_limits<double>::infinity();
+  const auto extreme = tpf::tensor({{0.0, 1e4, -1e4},
+                                    {-1e4, -1e4, -1e4},
+                                    {0.0, kNan, 1.0},
+                                    {-inf, 0.0, 1.0},
+                                    {inf, 0.0, 1.0}});
+  const auto cases = std::vector<std::pair<tpf::Tensor, tpf::Tensor>>{
+      {extreme, tpf::tensor<int64_t>({1, 0, 2, 1, 2})},
+      {uniform64({4, 1}), tpf::zeros({4}, tpf::int64)},
+      {tpf::zeros({0, 5}), tpf::zeros({0}, tpf::int32)}};
+  for (const tpf::DType dtype : {tpf::float32, tpf::float64}) {
+    CAPTURE(dtype);
+    for (size_t c = 0; c < cases.size(); ++c) {
+      CAPTURE(c);
+      const auto passes = [&](tpf::Device d) {
+        const auto x = cases[c].first.cast(dtype).to(d);
+        tpf::GradientTape tape;
+        tape.watch(x);
+        const auto loss = nn::sparse_softmax_cross_entropy_with_logits(
+            cases[c].second.to(d), x);
+        const auto g = tape.gradient(tpf::sum(loss), {x})[0];
+        return std::vector<tpf::Tensor>{loss.cpu(), g.cpu()};
+      };
+      const auto on_cpu = passes(tpf::Device::cpu()), on_gpu = passes(gpu);
+      const double tol = dtype == tpf::float32 ? 1e-5 : 1e-12;
+      CHECK_CLOSE(on_gpu[0], on_cpu[0], tol, tol);
+      CHECK_CLOSE(on_gpu[1], on_cpu[1], tol, tol);
+    }
+  }
+}
+
+TEST_CASE(
+    "matmul of contiguous views with odd strides on size-1 axes, on the GPU "
+    "as on the CPU" *
+    doctest::skip(!has_gpu())) {
+  // Reshapes and broadcasts keep any stride on a size-1 axis; cuBLAS must
+  // get canonical leading dimensions (an ld of 0 is refused): a broadcast
+  // row, a column reshaped through size-1 axes, a batch of single rows.
+  const auto w = uniform64({3, 4});
+  const auto row = tpf::broadcast_to(tpf::tensor({1.0, 2.0, 3.0}), {1, 3});
+  const auto column = tpf::reshape(
+      tpf::broadcast_to(tpf::tensor({1.0, -2.0, 0.5, 4.0}), {1, 1, 4}), {4, 1});
+  const auto rows = tpf::reshape(
+      tpf::broadcast_to(tpf::tensor({0.5, 1.5, -1.0}), {2, 3}), {2, 1, 3});
+  for (const tpf::DType dtype : {tpf::float32, tpf::float64}) {
+    CAPTURE(dtype);
+    const auto products = [&](tpf::Device d) {
+      const auto wd = w.cast(dtype).to(d);
+      return std::vector<tpf::Tensor>{
+          tpf::matmul(row.cast(dtype).to(d), wd).cpu(),
+          tpf::matmul(wd, column.cast(dtype).to(d)).cpu(),
+          tpf::matmul(rows.cast(dtype).to(d), wd).cpu()};
+    };
+    const auto on_cpu = products(tpf::Device::cpu()), on_gpu = products(gpu);
+    const double tol = dtype == tpf::float32 ? 1e-5 : 1e-12;
+    for (size_t i = 0; i < on_cpu.size(); ++i) {
+      CAPTURE(i);
+      CHECK_CLOSE(on_gpu[i], on_cpu[i], tol, tol);
+    }
+  }
+}
+
 TEST_CASE("broadcasts, slices and transposes on the GPU are the CPU's" *
           doctest::skip(!has_gpu())) {
   // Rows contiguous or broadcast in every operand take the row-vector path
@@ -379,14 +450,18 @@ TEST_CASE("reductions on the GPU: two passes, grouped loads, strided axes" *
   // 300,001 (two passes); 1024 rows of 4099 (one pass, every fourth row
   // starting a vector, the others element by element). Column kernel: 67
   // columns of 4099 rows (two passes), its transpose, a slice of 40 columns
-  // (one pass), integers. Strided blocks: an NCHW bias gradient (kept
-  // channels between reduced axes). Positive data: each float sum is large
-  // against its rounding.
+  // (one pass), integers, NaNs in some columns, no rows. Strided blocks: an
+  // NCHW bias gradient (kept channels between reduced axes). More outputs
+  // than a grid's x extent (70,000 rows of 5: the kernel's loop over k).
+  // Positive data: each float sum is large against its rounding.
   const auto flat64 = uniform64({(int64_t{1} << 21) + 3}, 0.0, 1.0);
   const auto rows64 = uniform64({3, 300001}, 0.0, 1.0);
   const auto wide64 = uniform64({1024, 4099}, 0.0, 1.0);
   const auto cols64 = uniform64({4099, 67}, 0.0, 1.0);
   const auto nchw64 = uniform64({6, 5, 7, 9}, 0.0, 1.0);
+  const auto tall64 = uniform64({70000, 5}, 0.0, 1.0);
+  const auto nan_cols64 =
+      tpf::where(cols64 > tpf::full({}, 0.9995), tpf::full({}, NAN), cols64);
   for (const tpf::DType dtype : {tpf::float32, tpf::float64}) {
     CAPTURE(dtype);
     const auto flat = flat64.cast(dtype), rows = rows64.cast(dtype),
@@ -405,9 +480,17 @@ TEST_CASE("reductions on the GPU: two passes, grouped loads, strided axes" *
     };
     const auto exact = [&](tpf::Device d) {
       const auto f = flat.to(d), r = rows.to(d), c = cols.to(d);
+      const auto n = nan_cols64.cast(dtype).to(d);
       return std::vector<tpf::Tensor>{
-          tpf::max(f).cpu(), tpf::min(r, {1}).cpu(), tpf::max(c, {0}).cpu(),
-          tpf::sum(tpf::cast(c * 1000.0, tpf::int64), {0}).cpu()};
+          tpf::max(f).cpu(),
+          tpf::min(r, {1}).cpu(),
+          tpf::max(c, {0}).cpu(),
+          tpf::sum(tpf::cast(c * 1000.0, tpf::int64), {0}).cpu(),
+          tpf::max(n, {0}).cpu(),
+          tpf::min(n, {0}).cpu(),
+          tpf::max(tall64.cast(dtype).to(d), {1}).cpu(),
+          tpf::sum(tpf::zeros({0, 64}, dtype, d), {0}).cpu(),
+          tpf::max(tpf::zeros({0, 64}, dtype, d), {0}).cpu()};
     };
     // Sums in another order than the CPU's: within rounding.
     const double tol = dtype == tpf::float32 ? 1e-4 : 1e-11;

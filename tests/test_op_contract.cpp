@@ -199,4 +199,23 @@ TEST_CASE("the fused cross entropy op: labels out of range give NaN, no read") {
                                      {logits, tpf::tensor({3, -1})});
   for (double v : loss.to_vector<double>()) CHECK(std::isnan(v));
   CHECK_CLOSE(backprop, tpf::nn::softmax(logits));
+  // Labels the kernels would read past (one byte each, or one per row too
+  // few) and logits of another rank are refused before any kernel runs.
+  const auto op = [&](const tpf::Tensor& x, const tpf::Tensor& labels) {
+    return [=] { tpf::apply(tpf::SparseSoftmaxCrossEntropy{}, {x, labels}); };
+  };
+  const auto labels = tpf::tensor({0, 1});
+  testing::expect_error<tpf::DTypeError>(
+      op(logits, labels.cast(tpf::bool_)),
+      "[sparse_softmax_cross_entropy] expected float32 or float64 logits and "
+      "int32 or int64 labels, got float64 and bool");
+  testing::expect_error<tpf::DTypeError>(
+      op(labels, labels), "[sparse_softmax_cross_entropy] expected float32");
+  testing::expect_error<tpf::ShapeError>(
+      op(logits, tpf::tensor({0})),
+      "[sparse_softmax_cross_entropy] expected logits (rows, classes) and "
+      "labels (rows,), got (2, 3) and (1,)");
+  testing::expect_error<tpf::ShapeError>(
+      op(tpf::reshape(logits, {6}), tpf::tensor({0, 1, 2, 0, 1, 2})),
+      "[sparse_softmax_cross_entropy] expected logits (rows, classes)");
 }

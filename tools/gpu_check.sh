@@ -60,7 +60,7 @@ source tools/gpu_check_dist.sh
 source tools/gpu_check_ab.sh
 
 # The OpCase tables and the other suites that run ops on a device.
-suites=(tensor elementwise reduce shape linalg activations pool norm conv
+suites=(tensor elementwise reduce shape linalg activations pool norm conv conv_relu
         fractional_pool nn_generic layers optim precision nan hardening
         placement device_memory data_device dlpack profiler)
 
