@@ -10,8 +10,16 @@
 #
 # What a GPU adds to each op (the driver's share of a launch, the kernel) is
 # not in these numbers, and every value a kernel would compute is garbage:
-# only times mean anything. The stubs are built into CUDA_HOST_STUB_DIR
-# (default /tmp/tapeflow-cuda-host-stub) when older than their sources.
+# only times mean anything, and two checks. A launch that a GPU would refuse
+# (cudart_host.cpp's launch_problem) fails with cudaErrorInvalidConfiguration
+# and a line on stderr naming the kernel; with CUDA_HOST_STUB_KERNELS=FILE,
+# every registered kernel is listed in FILE at exit as launched or not:
+#
+#   CUDA_HOST_STUB_KERNELS=/tmp/k TAPEFLOW_TEST_DEVICE=cuda \
+#     TAPEFLOW_TEST_STRICT_DEVICE=1 tools/cuda_host_time.sh build/tests/test_norm
+#
+# The stubs are built into CUDA_HOST_STUB_DIR (default
+# /tmp/tapeflow-cuda-host-stub) when older than their sources.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 stub_dir=${CUDA_HOST_STUB_DIR:-/tmp/tapeflow-cuda-host-stub}

@@ -6,17 +6,69 @@
 // tools/cuda_host_time.sh builds it and runs a program over it.
 #include <cuda_runtime_api.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <string>
+#include <unordered_map>
 
 namespace {
 
 constexpr size_t kAlignment = 256;                 // cudaMalloc's
 constexpr size_t kDeviceBytes = size_t(80) << 30;  // an H100's
 
+// Zeroed, so that what a program reads back from a kernel's output (sizes,
+// labels, indices) is 0, not whatever the heap held.
 void* host_block(size_t bytes) {
   const size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
-  return std::aligned_alloc(kAlignment, rounded == 0 ? kAlignment : rounded);
+  void* block =
+      std::aligned_alloc(kAlignment, rounded == 0 ? kAlignment : rounded);
+  if (block) std::memset(block, 0, rounded);
+  return block;
+}
+
+// Kernel names by their host stubs' addresses (__cudaRegisterFunction), for
+// the launches refused below, and whether each was launched.
+struct Kernel {
+  std::string name;
+  bool launched = false;
+};
+std::mutex kernels_mutex;
+std::unordered_map<const void*, Kernel>& kernels() {
+  static auto* registered = new std::unordered_map<const void*, Kernel>;
+  return *registered;
+}
+
+// With CUDA_HOST_STUB_KERNELS=FILE, a line per registered kernel is
+// appended to FILE at exit, "launched NAME" or "unlaunched NAME": over a
+// test suite, the kernels no test reaches.
+void write_kernel_report() {
+  const char* path = std::getenv("CUDA_HOST_STUB_KERNELS");
+  if (path == nullptr) return;
+  FILE* report = std::fopen(path, "a");
+  if (report == nullptr) return;
+  const std::lock_guard<std::mutex> lock(kernels_mutex);
+  for (const auto& [address, kernel] : kernels())
+    std::fprintf(report, "%s %s\n", kernel.launched ? "launched" : "unlaunched",
+                 kernel.name.c_str());
+  std::fclose(report);
+}
+const int kernel_report_registered = std::atexit(write_kernel_report);
+
+// What a GPU refuses with cudaErrorInvalidConfiguration, checked here so
+// that a launch no GPU has run yet shows it: an empty grid or block, a block
+// over 1024 threads, a grid past CUDA's extents, dynamic shared memory past
+// the 48 KiB a kernel gets without cudaFuncSetAttribute.
+const char* launch_problem(dim3 grid, dim3 block, size_t shared_bytes) {
+  if (grid.x == 0 || grid.y == 0 || grid.z == 0) return "an empty grid";
+  if (block.x == 0 || block.y == 0 || block.z == 0) return "an empty block";
+  if (uint64_t(block.x) * block.y * block.z > 1024 || block.z > 64)
+    return "a block over 1024 threads (or 64 along z)";
+  if (grid.x > 2147483647u || grid.y > 65535 || grid.z > 65535)
+    return "a grid past 2^31 - 1 x 65535 x 65535 blocks";
+  if (shared_bytes > 48 * 1024) return "over 48 KiB of dynamic shared memory";
+  return nullptr;
 }
 
 // A launch's configuration, pushed by <<<...>>> and popped by the kernel's
@@ -27,6 +79,8 @@ struct CallConfiguration {
   void* stream = nullptr;
 };
 thread_local CallConfiguration pending;
+// A refused launch's error, for cudaGetLastError (launches return nothing).
+thread_local cudaError_t last_error = cudaSuccess;
 
 // Handles (streams, events) need only be distinct and non-null.
 template <class Handle>
@@ -45,8 +99,12 @@ void** __cudaRegisterFatBinary(void* fat_cubin) {
 }
 void __cudaRegisterFatBinaryEnd(void**) {}
 void __cudaUnregisterFatBinary(void**) {}
-void __cudaRegisterFunction(void**, const char*, char*, const char*, int,
-                            uint3*, uint3*, dim3*, dim3*, int*) {}
+void __cudaRegisterFunction(void**, const char* host_function, char*,
+                            const char* device_name, int, uint3*, uint3*, dim3*,
+                            dim3*, int*) {
+  const std::lock_guard<std::mutex> lock(kernels_mutex);
+  kernels()[host_function].name = device_name;
+}
 void __cudaRegisterVar(void**, char*, char*, const char*, int, size_t, int,
                        int) {}
 
@@ -67,9 +125,25 @@ cudaError_t __cudaGetKernel(cudaKernel_t* kernel, const void* function) {
   *kernel = reinterpret_cast<cudaKernel_t>(const_cast<void*>(function));
   return cudaSuccess;
 }
-cudaError_t __cudaLaunchKernel(cudaKernel_t, dim3, dim3, void**, size_t,
-                               cudaStream_t) {
-  return cudaSuccess;
+cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 grid, dim3 block,
+                               void**, size_t shared_bytes, cudaStream_t) {
+  std::string name = "?";
+  {
+    const std::lock_guard<std::mutex> lock(kernels_mutex);
+    const auto found = kernels().find(kernel);
+    if (found != kernels().end()) {
+      found->second.launched = true;
+      name = found->second.name;
+    }
+  }
+  const char* problem = launch_problem(grid, block, shared_bytes);
+  if (problem == nullptr) return cudaSuccess;
+  std::fprintf(stderr,
+               "cuda host stub: refused launch of %s: %s (grid %u x %u x %u, "
+               "block %u x %u x %u, %zu bytes of shared memory)\n",
+               name.c_str(), problem, grid.x, grid.y, grid.z, block.x, block.y,
+               block.z, shared_bytes);
+  return last_error = cudaErrorInvalidConfiguration;
 }
 
 cudaError_t cudaGetDeviceCount(int* count) {
@@ -119,13 +193,18 @@ cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
   return cudaSuccess;
 }
 const char* cudaGetErrorString(cudaError_t error) {
-  return error == cudaSuccess ? "no error" : "cuda host stub error";
+  return error == cudaSuccess ? "no error"
+         : error == cudaErrorInvalidConfiguration
+             ? "invalid configuration argument (cuda host stub)"
+             : "cuda host stub error";
 }
 cudaError_t cudaGetLastError() {
-  return cudaSuccess;
+  const cudaError_t error = last_error;
+  last_error = cudaSuccess;
+  return error;
 }
 cudaError_t cudaPeekAtLastError() {
-  return cudaSuccess;
+  return last_error;
 }
 
 cudaError_t cudaMalloc(void** pointer, size_t bytes) {
