@@ -3,7 +3,8 @@
 // ops), argmin's ties and NaN rule, max_pool2d_with_argmax's TensorFlow
 // indices, max pooling's second order (MaxPoolGather), the data errors and
 // edge rows of matrix_inverse and one_hot, gather with an empty output, a
-// convolution too tall for one grid along y, the fused cross entropy's
+// convolution too tall for one grid along y, filter gradients in split-K
+// slices, the fused cross entropy's
 // rows wider than a block and its extreme rows, matmul operands with odd
 // strides on size-1 axes, elementwise broadcasts on both vector paths,
 // reductions large enough for two passes and grouped loads, and the fused
@@ -54,6 +55,30 @@ tpf::Tensor three_steps(Optimizer& optimizer, const tpf::Tensor& w0,
   for (const tpf::Tensor& g : grads)
     optimizer.apply_gradients({g.to(device)}, {w});
   return w.cpu();
+}
+
+/**
+ * conv2d of x and w, and its gradients for a fixed random dy, on the GPU
+ * against the CPU (float64).
+ */
+void check_conv_on_gpu(const tpf::Tensor& x, const tpf::Tensor& w,
+                       const nn::ConvOptions& options) {
+  const auto passes = [&](tpf::Device d) {
+    const auto xv = x.to(d), wv = w.to(d);
+    tpf::GradientTape tape;
+    tape.watch(xv);
+    tape.watch(wv);
+    const auto y = nn::conv2d(xv, wv, options);
+    const auto dy =
+        tpf::stateless_random_uniform(y.shape(), 5, -1.0, 1.0, tpf::float64);
+    const auto g = tape.gradient(y, {xv, wv}, {dy.to(d)});
+    return std::vector<tpf::Tensor>{y.cpu(), g[0].cpu(), g[1].cpu()};
+  };
+  const auto on_cpu = passes(tpf::Device::cpu()), on_gpu = passes(gpu);
+  for (size_t i = 0; i < on_cpu.size(); ++i) {
+    CAPTURE(i);
+    CHECK_CLOSE(on_gpu[i], on_cpu[i], 1e-10, 1e-10);
+  }
 }
 
 }  // namespace
@@ -277,23 +302,22 @@ TEST_CASE(
   // 8192 in-channels × 3×3 taps = 73,728 rows of im2col's col matrix: its
   // kernel walks rows past CUDA's 65,535 blocks along y (the strict OpCase
   // tables stay far below).
-  const auto x = uniform64({1, 8192, 4, 4}), w = uniform64({16, 8192, 3, 3});
-  const auto dy = uniform64({1, 16, 4, 4});
-  const auto passes = [](const tpf::Tensor& xv, const tpf::Tensor& wv,
-                         const tpf::Tensor& dyv) {
-    tpf::GradientTape tape;
-    tape.watch(xv);
-    tape.watch(wv);
-    const auto y = nn::conv2d(xv, wv, {.padding = "SAME"});
-    const auto g = tape.gradient(y, {xv, wv}, {dyv});
-    return std::vector<tpf::Tensor>{y.cpu(), g[0].cpu(), g[1].cpu()};
-  };
-  const auto on_cpu = passes(x, w, dy);
-  const auto on_gpu = passes(x.to(gpu), w.to(gpu), dy.to(gpu));
-  for (size_t i = 0; i < on_cpu.size(); ++i) {
-    CAPTURE(i);
-    CHECK_CLOSE(on_gpu[i], on_cpu[i], 1e-10, 1e-10);
-  }
+  check_conv_on_gpu(uniform64({1, 8192, 4, 4}), uniform64({16, 8192, 3, 3}),
+                    {.padding = "SAME"});
+}
+
+TEST_CASE(
+    "filter gradients split along the batch and positions (split-K), on the "
+    "GPU as on the CPU" *
+    doctest::skip(!has_gpu())) {
+  // Fewer than 16 output channels per group take the implicit GEMM, whose
+  // filter gradient sums 8 x 16 x 16 = 2048 products per weight in 8 slices
+  // and then sums the slices (core/conv_tile.hpp's implicit_wgrad_splits);
+  // a grouped convolution, 4 x 18 x 18 in 5 slices. The OpCase tables'
+  // batches are too small to split.
+  check_conv_on_gpu(uniform64({8, 1, 20, 20}), uniform64({8, 1, 5, 5}), {});
+  check_conv_on_gpu(uniform64({4, 4, 18, 18}), uniform64({6, 2, 3, 3}),
+                    {.padding = "SAME", .groups = 2});
 }
 
 TEST_CASE(
