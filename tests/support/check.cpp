@@ -163,14 +163,16 @@ std::string device_mismatch(const char* what, const tpf::Tensor& t,
 /**
  * c on `dev` against the CPU results y (float64 inputs) and y32 (float32):
  * forward, strided forward, float32 forward and the tape's gradient w.r.t.
- * every input for the same cotangent (no finite differences: the CPU pass
- * has checked the CPU gradient already).
+ * every input for the same cotangent, in float64 and float32 (no finite
+ * differences: the CPU pass has checked the CPU gradient already).
  */
 void check_on_device(const OpCase& c, tpf::Device dev, const tpf::Tensor& y,
                      const tpf::Tensor& y32) {
   constexpr double rtol64 = 1e-9, atol64 = 1e-12;
-  // float32: the tolerance test_cuda held reductions and matmul to.
+  // float32: the tolerance test_cuda held reductions and matmul to; float32
+  // gradients (a chain of float32 ops) against float64 ones, looser.
   constexpr double rtol32 = 1e-4, atol32 = 1e-6;
+  constexpr double rtol32_grad = 1e-3, atol32_grad = 1e-4;
   auto report = [&](const std::string& why) {
     CHECK_MESSAGE(why.empty(), c.name << " on " << dev.str() << ": " << why);
   };
@@ -203,6 +205,20 @@ void check_on_device(const OpCase& c, tpf::Device dev, const tpf::Tensor& y,
         const std::string what = "gradient " + std::to_string(k);
         report(device_mismatch(what.c_str(), got[k], want[k], dev, rtol64,
                                atol64));
+      }
+      // The float32 kernels a training step runs, against the float64
+      // gradient within float32 precision.
+      if (tpf::is_floating(y.dtype())) {
+        std::vector<tpf::Tensor> on_dev32;
+        for (const auto& x : on_dev) on_dev32.push_back(x.cast(tpf::float32));
+        const auto got32 = tape_gradient(c.fn, on_dev32, v.to(dev));
+        for (size_t k = 0; k < want.size(); ++k) {
+          const std::string what = "float32 gradient " + std::to_string(k);
+          const tpf::Tensor g =
+              got32[k].defined() ? got32[k].cast(tpf::float64) : got32[k];
+          report(device_mismatch(what.c_str(), g, want[k], dev, rtol32_grad,
+                                 atol32_grad));
+        }
       }
     }
   } catch (const std::exception& e) {

@@ -82,7 +82,8 @@ OpCase degenerate(std::string name, Fn fn, std::vector<tpf::Tensor> inputs,
  * against `expected`, strided inputs, float32 against float64 and a float64
  * gradcheck on the CPU; then, on each device of test_devices()
  * (support/device.hpp), the forward, strided and float32 results and the
- * tape's gradients w.r.t. every input against the CPU's, each on the device.
+ * tape's gradients w.r.t. every input (float64, and float32 within float32
+ * precision of the float64 ones) against the CPU's, each on the device.
  */
 void run_op_case(const OpCase& c);
 
