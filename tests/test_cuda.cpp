@@ -17,14 +17,13 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <iostream>
 #include <regex>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "support/check.hpp"
 #include "support/cuda_skip.hpp"
+#include "support/device.hpp"
 
 using testing::expect_error;
 using testing::gpu;
@@ -41,16 +40,13 @@ TEST_CASE("device memory is cached and counted; placements are logged" *
 
   // Every op has a CUDA kernel now; soft placement itself
   // is test_placement's (on the host-backed test device).
-  std::ostringstream captured;
-  auto* old = std::cerr.rdbuf(captured.rdbuf());
-  tpf::config::log_device_placement(true);
-  const auto x = tpf::tensor({{1.0, 7.0}, {9.0, 2.0}}).to(gpu);
-  const auto y = x * x;
-  const auto am = tpf::argmax(y, 1);
-  tpf::config::log_device_placement(false);
-  std::cerr.rdbuf(old);
-  CHECK(captured.str().find("mul -> cuda:0 (cuda)") != std::string::npos);
-  CHECK(captured.str().find("argmax -> cuda:0 (cuda)") != std::string::npos);
+  tpf::Tensor am;
+  const std::string log = testing::placement_log([&] {
+    const auto x = tpf::tensor({{1.0, 7.0}, {9.0, 2.0}}).to(gpu);
+    am = tpf::argmax(x * x, 1);
+  });
+  CHECK(log.find("mul -> cuda:0 (cuda)") != std::string::npos);
+  CHECK(log.find("argmax -> cuda:0 (cuda)") != std::string::npos);
   CHECK(am.device() == gpu);
   CHECK(am.cpu().to_vector<int64_t>() == std::vector<int64_t>{1, 0});
 }

@@ -2,49 +2,29 @@
 // the fused optimizer updates (which run inside Optimizer steps, not as
 // ops), argmin's ties and NaN rule, max_pool2d_with_argmax's TensorFlow
 // indices, max pooling's second order (MaxPoolGather), the data errors and
-// edge rows of matrix_inverse and one_hot, gather with an empty output, a
-// convolution too tall for one grid along y, filter gradients in split-K
-// slices, the fused cross entropy's
-// rows wider than a block and its extreme rows, matmul operands with odd
-// strides on size-1 axes, elementwise broadcasts on both vector paths,
-// reductions large enough for two passes and grouped loads, and the fused
-// LSTM cell under a layer. The
+// edge rows of matrix_inverse and one_hot, gather with an empty output,
+// matmul operands with odd strides on size-1 axes. One binary with
+// test_cuda_ops_nn.cpp (convolutions, the fused cross entropy, the LSTM
+// cell) and test_cuda_ops_elementwise.cpp (broadcasts, reductions); the
 // deferred gather error is test_cuda.cpp's. Skips (exit 77) where no GPU is
 // present.
 #define DOCTEST_CONFIG_IMPLEMENT
-#include <iostream>
-#include <limits>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "support/check.hpp"
 #include "support/cuda_skip.hpp"
+#include "support/device.hpp"
 
 namespace nn = tpf::nn;
 using testing::expect_error;
 using testing::gpu;
 using testing::has_gpu;
 using testing::kNan;
+using testing::placement_log;
 using testing::uniform64;
 
 namespace {
-
-/**
- * What `f` writes to std::cerr while placement logging is on. The log names
- * each (op, device, backend) once per process, so a loop collects its
- * iterations' logs and checks them once.
- */
-template <class F>
-std::string placement_log(F&& f) {
-  std::ostringstream captured;
-  auto* old = std::cerr.rdbuf(captured.rdbuf());
-  tpf::config::log_device_placement(true);
-  f();
-  tpf::config::log_device_placement(false);
-  std::cerr.rdbuf(old);
-  return captured.str();
-}
 
 /** Three optimizer steps on w0 with `grads`, on `device`; the final w. */
 template <class Optimizer>
@@ -55,30 +35,6 @@ tpf::Tensor three_steps(Optimizer& optimizer, const tpf::Tensor& w0,
   for (const tpf::Tensor& g : grads)
     optimizer.apply_gradients({g.to(device)}, {w});
   return w.cpu();
-}
-
-/**
- * conv2d of x and w, and its gradients for a fixed random dy, on the GPU
- * against the CPU (float64).
- */
-void check_conv_on_gpu(const tpf::Tensor& x, const tpf::Tensor& w,
-                       const nn::ConvOptions& options) {
-  const auto passes = [&](tpf::Device d) {
-    const auto xv = x.to(d), wv = w.to(d);
-    tpf::GradientTape tape;
-    tape.watch(xv);
-    tape.watch(wv);
-    const auto y = nn::conv2d(xv, wv, options);
-    const auto dy =
-        tpf::stateless_random_uniform(y.shape(), 5, -1.0, 1.0, tpf::float64);
-    const auto g = tape.gradient(y, {xv, wv}, {dy.to(d)});
-    return std::vector<tpf::Tensor>{y.cpu(), g[0].cpu(), g[1].cpu()};
-  };
-  const auto on_cpu = passes(tpf::Device::cpu()), on_gpu = passes(gpu);
-  for (size_t i = 0; i < on_cpu.size(); ++i) {
-    CAPTURE(i);
-    CHECK_CLOSE(on_gpu[i], on_cpu[i], 1e-10, 1e-10);
-  }
 }
 
 }  // namespace
@@ -296,100 +252,6 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "a convolution with more col rows than a grid has blocks along y, on the "
-    "GPU as on the CPU" *
-    doctest::skip(!has_gpu())) {
-  // 8192 in-channels × 3×3 taps = 73,728 rows of im2col's col matrix: its
-  // kernel walks rows past CUDA's 65,535 blocks along y (the strict OpCase
-  // tables stay far below).
-  check_conv_on_gpu(uniform64({1, 8192, 4, 4}), uniform64({16, 8192, 3, 3}),
-                    {.padding = "SAME"});
-}
-
-TEST_CASE(
-    "filter gradients split along the batch and positions (split-K), on the "
-    "GPU as on the CPU" *
-    doctest::skip(!has_gpu())) {
-  // Fewer than 16 output channels per group take the implicit GEMM, whose
-  // filter gradient sums 8 x 16 x 16 = 2048 products per weight in 8 slices
-  // and then sums the slices (core/conv_tile.hpp's implicit_wgrad_splits);
-  // a grouped convolution, 4 x 18 x 18 in 5 slices. The OpCase tables'
-  // batches are too small to split.
-  check_conv_on_gpu(uniform64({8, 1, 20, 20}), uniform64({8, 1, 5, 5}), {});
-  check_conv_on_gpu(uniform64({4, 4, 18, 18}), uniform64({6, 2, 3, 3}),
-                    {.padding = "SAME", .groups = 2});
-}
-
-TEST_CASE(
-    "sparse softmax cross entropy over rows wider than a block, on the GPU as "
-    "on the CPU" *
-    doctest::skip(!has_gpu())) {
-  // 1000 classes: each of a block's 256 threads strides over several; 70
-  // rows; labels of both index types; float32 and float64.
-  const auto logits64 = uniform64({70, 1000}, -5.0, 5.0);
-  const auto labels = tpf::cast(
-      tpf::stateless_random_uniform({70}, 3, 0.0, 1000.0), tpf::int64);
-  for (const tpf::DType dtype : {tpf::float32, tpf::float64}) {
-    for (const tpf::DType label_type : {tpf::int32, tpf::int64}) {
-      CAPTURE(dtype);
-      CAPTURE(label_type);
-      const auto logits = logits64.cast(dtype);
-      const auto y = labels.cast(label_type);
-      const auto passes = [&](const tpf::Tensor& x, const tpf::Tensor& l) {
-        tpf::GradientTape tape;
-        tape.watch(x);
-        const auto loss = nn::sparse_softmax_cross_entropy_with_logits(l, x);
-        const auto g = tape.gradient(tpf::sum(loss), {x})[0];
-        return std::vector<tpf::Tensor>{loss.cpu(), g.cpu()};
-      };
-      const auto on_cpu = passes(logits, y);
-      const auto on_gpu = passes(logits.to(gpu), y.to(gpu));
-      const double tol = dtype == tpf::float32 ? 1e-5 : 1e-12;
-      CHECK_CLOSE(on_gpu[0], on_cpu[0], tol, tol);
-      CHECK_CLOSE(on_gpu[1], on_cpu[1], tol, tol);
-    }
-  }
-}
-
-TEST_CASE(
-    "sparse softmax cross entropy's extreme rows, one class and no rows, on "
-    "the GPU as on the CPU" *
-    doctest::skip(!has_gpu())) {
-  // A block per row with most of its threads idle: logits 2e4 apart, a
-  // uniform row, NaN, -inf and +inf in a row (NaN matches NaN); rows of a
-  // single class (loss and gradient 0); no rows.
-  const double inf = std::numeric_limits<double>::infinity();
-  const auto extreme = tpf::tensor({{0.0, 1e4, -1e4},
-                                    {-1e4, -1e4, -1e4},
-                                    {0.0, kNan, 1.0},
-                                    {-inf, 0.0, 1.0},
-                                    {inf, 0.0, 1.0}});
-  const auto cases = std::vector<std::pair<tpf::Tensor, tpf::Tensor>>{
-      {extreme, tpf::tensor<int64_t>({1, 0, 2, 1, 2})},
-      {uniform64({4, 1}), tpf::zeros({4}, tpf::int64)},
-      {tpf::zeros({0, 5}), tpf::zeros({0}, tpf::int32)}};
-  for (const tpf::DType dtype : {tpf::float32, tpf::float64}) {
-    CAPTURE(dtype);
-    for (size_t c = 0; c < cases.size(); ++c) {
-      CAPTURE(c);
-      const auto passes = [&](tpf::Device d) {
-        const auto x = cases[c].first.cast(dtype).to(d);
-        tpf::GradientTape tape;
-        tape.watch(x);
-        const auto loss = nn::sparse_softmax_cross_entropy_with_logits(
-            cases[c].second.to(d), x);
-        const auto g = tape.gradient(tpf::sum(loss), {x})[0];
-        return std::vector<tpf::Tensor>{loss.cpu(), g.cpu()};
-      };
-      const auto on_cpu = passes(tpf::Device::cpu()), on_gpu = passes(gpu);
-      const double tol = dtype == tpf::float32 ? 1e-5 : 1e-12;
-      CHECK_CLOSE(on_gpu[0], on_cpu[0], tol, tol);
-      CHECK_CLOSE(on_gpu[1], on_cpu[1], tol, tol);
-    }
-  }
-}
-
-TEST_CASE(
     "matmul of contiguous views with odd strides on size-1 axes, on the GPU "
     "as on the CPU" *
     doctest::skip(!has_gpu())) {
@@ -418,179 +280,6 @@ TEST_CASE(
       CHECK_CLOSE(on_gpu[i], on_cpu[i], tol, tol);
     }
   }
-}
-
-TEST_CASE("broadcasts, slices and transposes on the GPU are the CPU's" *
-          doctest::skip(!has_gpu())) {
-  // Rows contiguous or broadcast in every operand take the row-vector path
-  // (16-byte loads per row, elementwise.cuh); transposed inputs the tile
-  // path (odd sizes, a batch of them, a transposed condition, a cast); rows
-  // of 6 and a slice starting between vectors the element path. Single
-  // rounding ops: equal to the bit.
-  for (const tpf::DType dtype : {tpf::float32, tpf::float64}) {
-    CAPTURE(dtype);
-    const auto m = uniform64({64, 40}).cast(dtype);
-    const auto row = uniform64({32}).cast(dtype);
-    const auto column = uniform64({64, 1}).cast(dtype);
-    const auto cube = uniform64({5, 6, 8}).cast(dtype);
-    const auto cond = uniform64({64, 1}) > tpf::zeros({64, 1}, tpf::float64);
-    const auto odd = uniform64({70, 45}).cast(dtype);
-    const auto odd_cond = uniform64({70, 45}) > tpf::zeros({70, 45});
-    const auto on = [&](tpf::Device d) {
-      const auto x = m.to(d), r = row.to(d), c = column.to(d);
-      const auto aligned = tpf::slice(x, {0, 4}, {64, 32});
-      const auto between = tpf::slice(x, {0, 1}, {64, 32});
-      return std::vector<tpf::Tensor>{
-          (aligned + r).cpu(),
-          (aligned * c).cpu(),
-          (between - r).cpu(),
-          tpf::where(cond.to(d), aligned, r).cpu(),
-          aligned.contiguous().cpu(),
-          tpf::cast(aligned, tpf::float32).cpu(),
-          (cube.to(d) + tpf::slice(cube.to(d), {2, 0, 0}, {1, 6, 8})).cpu(),
-          (tpf::slice(x, {0, 0}, {64, 6}) + tpf::slice(r, {0}, {6})).cpu(),
-          (tpf::transpose(tpf::slice(x, {0, 0}, {32, 32})) + r).cpu(),
-          (tpf::transpose(odd.to(d)) * tpf::slice(x, {0, 0}, {45, 1})).cpu(),
-          tpf::transpose(cube.to(d), {0, 2, 1}).contiguous().cpu(),
-          tpf::cast(tpf::transpose(odd.to(d)), tpf::float32).cpu(),
-          tpf::where(tpf::transpose(odd_cond.to(d)), tpf::transpose(odd.to(d)),
-                     tpf::slice(x, {0, 0}, {45, 1}))
-              .cpu()};
-    };
-    const auto cpu = on(tpf::Device::cpu());
-    const auto gpu_results = on(gpu);
-    REQUIRE(cpu.size() == gpu_results.size());
-    for (size_t i = 0; i < cpu.size(); ++i) {
-      CAPTURE(i);
-      CHECK_CLOSE(gpu_results[i], cpu[i], 0.0, 0.0);
-    }
-  }
-}
-
-TEST_CASE("reductions on the GPU: two passes, grouped loads, strided axes" *
-          doctest::skip(!has_gpu())) {
-  // Row-wise kernel: 2^21 + 3 elements (~512-1024 blocks of a first pass,
-  // each thread loading a group of vectors, and a second pass); 3 rows of
-  // 300,001 (two passes); 1024 rows of 4099 (one pass, every fourth row
-  // starting a vector, the others element by element). Column kernel: 67
-  // columns of 4099 rows (two passes), its transpose, a slice of 40 columns
-  // (one pass), integers, NaNs in some columns, no rows. Strided blocks: an
-  // NCHW bias gradient (kept channels between reduced axes). More outputs
-  // than a grid's x extent (70,000 rows of 5: the kernel's loop over k).
-  // Positive data: each float sum is large against its rounding.
-  const auto flat64 = uniform64({(int64_t{1} << 21) + 3}, 0.0, 1.0);
-  const auto rows64 = uniform64({3, 300001}, 0.0, 1.0);
-  const auto wide64 = uniform64({1024, 4099}, 0.0, 1.0);
-  const auto cols64 = uniform64({4099, 67}, 0.0, 1.0);
-  const auto nchw64 = uniform64({6, 5, 7, 9}, 0.0, 1.0);
-  const auto tall64 = uniform64({70000, 5}, 0.0, 1.0);
-  const auto nan_cols64 =
-      tpf::where(cols64 > tpf::full({}, 0.9995), tpf::full({}, NAN), cols64);
-  for (const tpf::DType dtype : {tpf::float32, tpf::float64}) {
-    CAPTURE(dtype);
-    const auto flat = flat64.cast(dtype), rows = rows64.cast(dtype),
-               wide = wide64.cast(dtype), cols = cols64.cast(dtype);
-    const auto sums = [&](tpf::Device d) {
-      const auto f = flat.to(d), r = rows.to(d), w = wide.to(d), c = cols.to(d);
-      return std::vector<tpf::Tensor>{
-          tpf::sum(f).cpu(),
-          tpf::sum(r, {1}).cpu(),
-          tpf::sum(w, {1}).cpu(),
-          tpf::sum(c, {0}).cpu(),
-          tpf::sum(tpf::transpose(c), {1}).cpu(),
-          tpf::sum(c).cpu(),
-          tpf::sum(tpf::slice(c, {0, 0}, {100, 40}), {0}).cpu(),
-          tpf::sum(nchw64.cast(dtype).to(d), {0, 2, 3}).cpu()};
-    };
-    const auto exact = [&](tpf::Device d) {
-      const auto f = flat.to(d), r = rows.to(d), c = cols.to(d);
-      const auto n = nan_cols64.cast(dtype).to(d);
-      return std::vector<tpf::Tensor>{
-          tpf::max(f).cpu(),
-          tpf::min(r, {1}).cpu(),
-          tpf::max(c, {0}).cpu(),
-          tpf::sum(tpf::cast(c * 1000.0, tpf::int64), {0}).cpu(),
-          tpf::max(n, {0}).cpu(),
-          tpf::min(n, {0}).cpu(),
-          tpf::max(tall64.cast(dtype).to(d), {1}).cpu(),
-          tpf::sum(tpf::zeros({0, 64}, dtype, d), {0}).cpu(),
-          tpf::max(tpf::zeros({0, 64}, dtype, d), {0}).cpu()};
-    };
-    // Sums in another order than the CPU's: within rounding.
-    const double tol = dtype == tpf::float32 ? 1e-4 : 1e-11;
-    const auto sums_cpu = sums(tpf::Device::cpu()), sums_gpu = sums(gpu);
-    for (size_t i = 0; i < sums_cpu.size(); ++i) {
-      CAPTURE(i);
-      CHECK_CLOSE(sums_gpu[i], sums_cpu[i], tol, tol);
-    }
-    const auto exact_cpu = exact(tpf::Device::cpu()), exact_gpu = exact(gpu);
-    for (size_t i = 0; i < exact_cpu.size(); ++i) {
-      CAPTURE(i);
-      CHECK_CLOSE(exact_gpu[i], exact_cpu[i], 0.0, 0.0);
-    }
-    // The shape alone fixes the order of the sums: the same bits on a
-    // second run, and from misaligned views (element by element) as from
-    // their aligned copies (groups of 16-byte loads).
-    const auto f = flat.to(gpu), w = wide.to(gpu);
-    CHECK_CLOSE(tpf::sum(f).cpu(), sums_gpu[0], 0.0, 0.0);
-    const auto view = tpf::slice(f, {1}, {flat.numel() - 1});
-    CHECK_CLOSE(tpf::sum(view).cpu(), tpf::sum(view.contiguous()).cpu(), 0.0,
-                0.0);
-    const auto shifted = tpf::slice(w, {0, 1}, {1024, 4098});
-    CHECK_CLOSE(tpf::sum(shifted, {1}).cpu(),
-                tpf::sum(shifted.contiguous(), {1}).cpu(), 0.0, 0.0);
-  }
-}
-
-TEST_CASE("an LSTM layer on the GPU takes the fused cell ops, as on the CPU" *
-          doctest::skip(!has_gpu())) {
-  // 37 units over 5 rows and 7 steps, with a tape (the fused walk: the
-  // cell ops forward and back) and without (a step at a time, the forward
-  // op); the same Variables on both devices. The placement log names an
-  // (op, device) once per process: no other case here runs the cell ops.
-  std::string log;
-  for (const tpf::DType dtype : {tpf::float64, tpf::float32}) {
-    CAPTURE(dtype);
-    nn::RNNOptions o{.return_sequences = true, .return_state = true};
-    o.dtype = dtype;
-    o.kernel_initializer = nn::glorot_uniform(1);
-    o.recurrent_initializer = nn::orthogonal(1.0, 2);
-    o.bias_initializer = nn::random_uniform_initializer(-0.5, 0.5, 3);
-    nn::LSTM layer(37, o);
-    const auto x = uniform64({5, 7, 4}).cast(dtype);
-    const auto h0 = uniform64({5, 37}).cast(dtype);
-    const auto c0 = uniform64({5, 37}).cast(dtype);
-    const auto passes = [&](tpf::Device d) {
-      layer.to(d);
-      const auto xd = x.to(d), hd = h0.to(d), cd = c0.to(d);
-      std::vector<tpf::Tensor> out;
-      {
-        tpf::GradientTape tape;
-        for (const auto& t : {xd, hd, cd}) tape.watch(t);
-        const auto r = layer.call(xd, {.initial_state = {hd, cd}});
-        const auto loss = tpf::sum(r.output * r.output) + tpf::sum(r.states[1]);
-        std::vector<tpf::Tensor> sources{xd, hd, cd};
-        for (const auto& p : layer.parameters()) sources.push_back(p);
-        out = tape.gradient(loss, sources);
-        out.push_back(r.output);
-      }
-      out.push_back(layer.call(xd, {.initial_state = {hd, cd}}).output);
-      for (auto& t : out) t = t.cpu();
-      return out;
-    };
-    const auto on_cpu = passes(tpf::Device::cpu());
-    std::vector<tpf::Tensor> on_gpu;
-    log += placement_log([&] { on_gpu = passes(gpu); });
-    REQUIRE(on_gpu.size() == on_cpu.size());
-    const double tol = dtype == tpf::float32 ? 1e-4 : 1e-10;
-    for (size_t i = 0; i < on_cpu.size(); ++i) {
-      CAPTURE(i);
-      CHECK_CLOSE(on_gpu[i], on_cpu[i], tol, tol);
-    }
-  }
-  CHECK(log.find("lstm_cell_forward -> cuda:0 (cuda)") != std::string::npos);
-  CHECK(log.find("lstm_cell_backward -> cuda:0 (cuda)") != std::string::npos);
-  CHECK(log.find("soft placement") == std::string::npos);
 }
 
 int main(int argc, char** argv) {

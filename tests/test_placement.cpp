@@ -5,23 +5,11 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <iostream>
-#include <sstream>
 
 #include "support/check.hpp"
 #include "support/device.hpp"
 
 namespace {
-
-std::string capture_placement(const std::function<void()>& fn) {
-  std::ostringstream captured;
-  auto* old = std::cerr.rdbuf(captured.rdbuf());
-  tpf::config::log_device_placement(true);
-  fn();
-  tpf::config::log_device_placement(false);
-  std::cerr.rdbuf(old);
-  return captured.str();
-}
 
 const bool kTestDevice = testing::install_host_device();
 
@@ -33,7 +21,7 @@ TEST_CASE("kernels run on their device; soft placement covers the rest" *
   const auto a = tpf::tensor({1.0, 2.0}).to(dev);
   CHECK(a.device() == dev);
   tpf::Tensor sum, e;
-  const std::string log = capture_placement([&] {
+  const std::string log = testing::placement_log([&] {
     sum = a + a;
     e = tpf::exp(a);
   });

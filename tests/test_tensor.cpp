@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <iostream>
 #include <sstream>
 
 #include "support/check.hpp"
+#include "support/device.hpp"
 
 TEST_CASE("creation functions follow the literals' dtypes") {
   const auto a = tpf::tensor({1.f, 2.f, 3.f});
@@ -147,14 +147,10 @@ TEST_CASE("devices: one without a backend or past the count is a DeviceError") {
 }
 
 TEST_CASE("placement log prints each (op, device, backend) once") {
-  std::ostringstream captured;
-  auto* old = std::cerr.rdbuf(captured.rdbuf());
-  tpf::config::log_device_placement(true);
-  const auto a = tpf::ones({2}) * tpf::ones({2});
-  const auto b = tpf::ones({2}) * tpf::ones({2});
-  tpf::config::log_device_placement(false);
-  std::cerr.rdbuf(old);
-  const std::string log = captured.str();
+  const std::string log = testing::placement_log([] {
+    const auto a = tpf::ones({2}) * tpf::ones({2});
+    const auto b = tpf::ones({2}) * tpf::ones({2});
+  });
   CHECK(log.find("mul -> cpu:0 (xsimd)") != std::string::npos);
   CHECK(log.find("mul -> cpu:0") == log.rfind("mul -> cpu:0"));
 }

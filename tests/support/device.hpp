@@ -1,6 +1,9 @@
 #pragma once
 // The non-CPU devices tests run on: a host-backed test device that any
-// machine has, or a real GPU. Nothing here needs the private headers.
+// machine has, or a real GPU; and the placement log of a piece of code.
+// Nothing here needs the private headers.
+#include <iostream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -34,5 +37,21 @@ struct TestDevices {
   std::string error;    // non-empty: the device asked for is missing
 };
 const TestDevices& test_devices();
+
+/**
+ * What `f` writes to std::cerr while placement logging is on. The log names
+ * each (op, device, backend) once per process, so a loop collects its
+ * iterations' logs and checks them once.
+ */
+template <class F>
+std::string placement_log(F&& f) {
+  std::ostringstream captured;
+  auto* old = std::cerr.rdbuf(captured.rdbuf());
+  tpf::config::log_device_placement(true);
+  f();
+  tpf::config::log_device_placement(false);
+  std::cerr.rdbuf(old);
+  return captured.str();
+}
 
 }  // namespace testing
