@@ -122,12 +122,15 @@ void log_placement(const char* op, Device device, const char* backend,
             << (soft ? ", soft placement" : "") << ")\n";
 }
 
-void ensure_backends_registered() {
+void ensure_backends_registered(DeviceType type) {
   static std::once_flag once;
   std::call_once(once, [] {
     Registry r;
     register_cpu(r);
   });
+  // Until now only an allocation loaded it, after the first op had looked
+  // for its kernel: that op soft-placed, or threw with soft placement off.
+  if (type != DeviceType::cpu) device_backend(type);
 }
 
 }  // namespace tapeflow

@@ -60,8 +60,12 @@ class Registry {
 
 void register_cpu(Registry& r);
 
-/** Registers every backend this build has, once (thread-safe). */
-void ensure_backends_registered();
+/**
+ * Registers the CPU's kernels, once (thread-safe), and loads the backend of
+ * `type` where it is another device's (the CUDA module registers its kernels
+ * as it loads): a process's first op on a GPU finds its kernel.
+ */
+void ensure_backends_registered(DeviceType type = DeviceType::cpu);
 
 /** Prints "op -> device (backend)" the first time a triple runs. */
 void log_placement(const char* op, Device device, const char* backend,
@@ -77,7 +81,7 @@ Kernel<Op> find_kernel(Device device) {
   const int d = static_cast<int>(device.type);
   Kernel<Op> kernel = KernelTable<Op>::kernels[d];
   if (!kernel) [[unlikely]] {
-    ensure_backends_registered();
+    ensure_backends_registered(device.type);
     kernel = KernelTable<Op>::kernels[d];
   }
   if (kernel && placement_logging_enabled()) [[unlikely]]
