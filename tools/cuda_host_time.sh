@@ -23,7 +23,11 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 stub_dir=${CUDA_HOST_STUB_DIR:-/tmp/tapeflow-cuda-host-stub}
-cuda_include=${CUDA_INCLUDE:-/usr/local/cuda/include}
+# The toolkit's headers: CUDA_INCLUDE, else beside nvcc, else CUDA's default.
+nvcc=$(command -v nvcc || true)
+cuda_include=${CUDA_INCLUDE:-$([[ -n $nvcc ]] &&
+  echo "$(dirname "$(dirname "$(readlink -f "$nvcc")")")/include" ||
+  echo /usr/local/cuda/include)}
 (($# > 0)) || { echo "usage: $0 PROGRAM [ARGS...]" >&2; exit 2; }
 
 # stub SONAME [SOURCE]: a shared library of that name whose symbols carry the

@@ -46,11 +46,20 @@ const TestDevices& test_devices();
 template <class F>
 std::string placement_log(F&& f) {
   std::ostringstream captured;
-  auto* old = std::cerr.rdbuf(captured.rdbuf());
+  // Restored when f throws too: std::cerr must not keep the dead buffer (a
+  // failing op crashed the rest of the binary). Logging stays as it was
+  // (TAPEFLOW_LOG_PLACEMENT=1 logs the whole run: tests/cuda_host_check.sh).
+  struct Restore {
+    std::streambuf* old;
+    bool logging;
+    ~Restore() {
+      tpf::config::log_device_placement(logging);
+      std::cerr.rdbuf(old);
+    }
+  } restore{std::cerr.rdbuf(captured.rdbuf()),
+            tpf::config::log_device_placement()};
   tpf::config::log_device_placement(true);
   f();
-  tpf::config::log_device_placement(false);
-  std::cerr.rdbuf(old);
   return captured.str();
 }
 

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The CUDA backend's host side without a GPU, in CI: each GPU test suite runs
+# over tools/cuda_host_stub's stand-in CUDA runtime, whose kernels never run
+# (values are garbage, so the suites' own verdicts are ignored), with the
+# OpCase tables on cuda:0 in strict device mode. Fails where a suite
+# - launches a kernel as a GPU would refuse it (the stub's "refused launch":
+#   an empty grid, a block over 1024 threads, past the grid's extents, over
+#   48 KiB of dynamic shared memory),
+# - runs an op with no CUDA kernel on the CPU (the placement log's "soft
+#   placement"; strict mode's "expected a kernel for" in the OpCase tables),
+# - crashes, or runs past its time.
+#   tests/cuda_host_check.sh SUITE_BINARY...
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+logs=$(mktemp -d)
+trap 'rm -rf "$logs"' EXIT
+export CUDA_HOST_STUB_DIR=$logs/stub
+export TAPEFLOW_TEST_DEVICE=cuda TAPEFLOW_TEST_STRICT_DEVICE=1
+export TAPEFLOW_LOG_PLACEMENT=1
+failed=0
+for suite in "$@"; do
+  name=$(basename "$suite")
+  log=$logs/$name.log
+  timeout 120 "$root/tools/cuda_host_time.sh" "$suite" >"$log" 2>&1
+  status=$?
+  problems=$(grep -E "cuda host stub: refused launch|expected a kernel for cuda|, soft placement\)" "$log" |
+    sort -u | head -5)
+  # doctest exits 1 for failed checks (expected: no kernel ran).
+  if ((status > 1)) || [[ -n $problems ]]; then
+    echo "FAIL $name (exit $status)${problems:+:}"
+    [[ -n $problems ]] && echo "$problems"
+    ((status > 1)) && tail -5 "$log"
+    failed=1
+  else
+    echo "ok   $name"
+  fi
+done
+exit $failed
