@@ -264,10 +264,12 @@ __device__ Bits load_bits(const char* from, int size) {
     case 4:
       return *reinterpret_cast<const uint32_t*>(from);
     default:  // 8 bytes: 64-bit slots only (a body's kWidth below 4)
-      if constexpr (sizeof(Bits) == 8)
+      if constexpr (sizeof(Bits) == 8) {
         return *reinterpret_cast<const uint64_t*>(from);
-      __trap();  // a kWidth that ignores an 8-byte operand: loud, not cut
-      return 0;
+      } else {
+        __trap();  // a kWidth that ignores an 8-byte operand: loud, not cut
+        return 0;
+      }
   }
 }
 template <class Bits>

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # The CUDA backend's host side without a GPU, in CI: each GPU test suite runs
 # over tools/cuda_host_stub's stand-in CUDA runtime, whose kernels never run
-# (values are garbage, so the suites' own verdicts are ignored), with the
+# (what the host reads back is 0, so the suites' own verdicts are ignored),
+# with the
 # OpCase tables on cuda:0 in strict device mode. Fails where a suite
 # - launches a kernel as a GPU would refuse it (the stub's "refused launch":
 #   an empty grid, a block over 1024 threads, past the grid's extents, over
 #   48 KiB of dynamic shared memory),
 # - runs an op with no CUDA kernel on the CPU (the placement log's "soft
 #   placement"; strict mode's "expected a kernel for" in the OpCase tables),
+# - sees no GPU (the stand-in runtime not taken),
 # - crashes, or runs past its time.
 #   tests/cuda_host_check.sh SUITE_BINARY...
 set -uo pipefail
@@ -17,13 +19,19 @@ trap 'rm -rf "$logs"' EXIT
 export CUDA_HOST_STUB_DIR=$logs/stub
 export TAPEFLOW_TEST_DEVICE=cuda TAPEFLOW_TEST_STRICT_DEVICE=1
 export TAPEFLOW_LOG_PLACEMENT=1
+# The stand-in runtime first: a suite cannot tell its absence from a test
+# failure (exit 1 either way).
+"$root/tools/cuda_host_time.sh" true || {
+  echo "FAIL: the stand-in CUDA runtime did not build"
+  exit 1
+}
 failed=0
 for suite in "$@"; do
   name=$(basename "$suite")
   log=$logs/$name.log
-  timeout 120 "$root/tools/cuda_host_time.sh" "$suite" >"$log" 2>&1
+  timeout -k 10 120 "$root/tools/cuda_host_time.sh" "$suite" >"$log" 2>&1
   status=$?
-  problems=$(grep -E "cuda host stub: refused launch|expected a kernel for cuda|, soft placement\)" "$log" |
+  problems=$(grep -E "cuda host stub: refused launch|expected a kernel for cuda|, soft placement\)|but there is no GPU" "$log" |
     sort -u | head -5)
   # doctest exits 1 for failed checks (expected: no kernel ran).
   if ((status > 1)) || [[ -n $problems ]]; then

@@ -256,22 +256,26 @@ TEST_CASE(
     "as on the CPU" *
     doctest::skip(!has_gpu())) {
   // Reshapes and broadcasts keep any stride on a size-1 axis; cuBLAS must
-  // get canonical leading dimensions (an ld of 0 is refused): a broadcast
-  // row, a column reshaped through size-1 axes, a batch of single rows.
+  // get canonical leading dimensions (an ld of 0 is refused). Views made on
+  // each device (a copy to the GPU would lay them out anew): a row broadcast
+  // from a vector (stride 0 on its size-1 axis), a column reshaped through
+  // size-1 axes, a batch of single rows through expand_dims.
   const auto w = uniform64({3, 4});
-  const auto row = tpf::broadcast_to(tpf::tensor({1.0, 2.0, 3.0}), {1, 3});
-  const auto column = tpf::reshape(
-      tpf::broadcast_to(tpf::tensor({1.0, -2.0, 0.5, 4.0}), {1, 1, 4}), {4, 1});
-  const auto rows = tpf::reshape(
-      tpf::broadcast_to(tpf::tensor({0.5, 1.5, -1.0}), {2, 3}), {2, 1, 3});
+  const auto vector3 = uniform64({3}), vector4 = uniform64({4});
+  const auto batch = uniform64({2, 3});
   for (const tpf::DType dtype : {tpf::float32, tpf::float64}) {
     CAPTURE(dtype);
     const auto products = [&](tpf::Device d) {
-      const auto wd = w.cast(dtype).to(d);
-      return std::vector<tpf::Tensor>{
-          tpf::matmul(row.cast(dtype).to(d), wd).cpu(),
-          tpf::matmul(wd, column.cast(dtype).to(d)).cpu(),
-          tpf::matmul(rows.cast(dtype).to(d), wd).cpu()};
+      const auto on = [&](const tpf::Tensor& t) { return t.cast(dtype).to(d); };
+      const auto row = tpf::broadcast_to(on(vector3), {1, 3});
+      CHECK(row.is_contiguous());
+      CHECK(row.strides()[0] == 0);
+      const auto column =
+          tpf::reshape(tpf::broadcast_to(on(vector4), {1, 1, 4}), {4, 1});
+      const auto rows = tpf::expand_dims(on(batch), 1);
+      return std::vector<tpf::Tensor>{tpf::matmul(row, on(w)).cpu(),
+                                      tpf::matmul(on(w), column).cpu(),
+                                      tpf::matmul(rows, on(w)).cpu()};
     };
     const auto on_cpu = products(tpf::Device::cpu()), on_gpu = products(gpu);
     const double tol = dtype == tpf::float32 ? 1e-5 : 1e-12;

@@ -36,12 +36,14 @@ cuda_include=${CUDA_INCLUDE:-$([[ -n $nvcc ]] &&
 stub() {
   local soname=$1 source=${2:-} lib=$stub_dir/$1
   [[ -e $lib && ( -z $source || $lib -nt $source ) ]] && return 0
-  printf '%s { global: *; };\n' "$soname" >"$stub_dir/$soname.map"
+  printf '%s { global: *; };\n' "$soname" >"$stub_dir/$soname.map.$$"
+  mv -f "$stub_dir/$soname.map.$$" "$stub_dir/$soname.map"
   local inputs=(-x c++ /dev/null)
   [[ -n $source ]] && inputs=("$source")
+  # Built beside and renamed: a run starting meanwhile loads a whole library.
   g++ -std=c++20 -O2 -shared -fPIC -I"$cuda_include" "${inputs[@]}" \
     -Wl,-soname,"$soname" -Wl,--version-script="$stub_dir/$soname.map" \
-    -o "$lib"
+    -o "$lib.$$" && mv -f "$lib.$$" "$lib"
 }
 
 mkdir -p "$stub_dir"

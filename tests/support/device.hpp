@@ -47,17 +47,21 @@ template <class F>
 std::string placement_log(F&& f) {
   std::ostringstream captured;
   // Restored when f throws too: std::cerr must not keep the dead buffer (a
-  // failing op crashed the rest of the binary). Logging stays as it was
-  // (TAPEFLOW_LOG_PLACEMENT=1 logs the whole run: tests/cuda_host_check.sh).
+  // failing op crashed the rest of the binary). Where logging was on already
+  // (TAPEFLOW_LOG_PLACEMENT=1: tests/cuda_host_check.sh reads the whole
+  // run's log), it stays on and the captured lines go on to std::cerr too,
+  // as the log names each placement once.
   struct Restore {
     std::streambuf* old;
     bool logging;
+    const std::ostringstream& captured;
     ~Restore() {
       tpf::config::log_device_placement(logging);
       std::cerr.rdbuf(old);
+      if (logging) std::cerr << captured.str();
     }
   } restore{std::cerr.rdbuf(captured.rdbuf()),
-            tpf::config::log_device_placement()};
+            tpf::config::log_device_placement(), captured};
   tpf::config::log_device_placement(true);
   f();
   return captured.str();
