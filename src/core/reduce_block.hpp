@@ -32,11 +32,14 @@ struct ReduceBlock {
     count = static_cast<int64_t>(static_cast<uint64_t>(count) *
                                  static_cast<uint64_t>(extent));
     ++rank;
-    int64_t expected = strides[rank - 1];
+    // Unsigned as well: equal where the signed product fits, and a wrapped
+    // one belongs to an empty block.
+    uint64_t expected = static_cast<uint64_t>(strides[rank - 1]);
     dense = true;
     for (int d = rank - 1; d >= 0; --d) {
-      if (shape[d] != 1 && strides[d] != expected) dense = false;
-      expected *= shape[d];
+      if (shape[d] != 1 && static_cast<uint64_t>(strides[d]) != expected)
+        dense = false;
+      expected *= static_cast<uint64_t>(shape[d]);
     }
     unit = strides[rank - 1];
   }
