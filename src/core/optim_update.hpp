@@ -2,20 +2,33 @@
 // The per-element formulas of the fused optimizer updates
 // (optim/apply_ops.hpp), shared by the CPU kernel (cpu/optim_updates.cpp,
 // with V a scalar or an xsimd batch) and the CUDA one, so that both apply
-// the same operations in the same order. nvcc contracts a multiply and an
-// add into one fma where the CPU rounds twice, so the GPU's result may
-// differ in the last bit.
+// the same operations in the same order. Every multiply feeding an add is
+// an explicit fma: g++ and nvcc contract a plain a * b + c where they choose
+// (the -march, the optimization level, sanitizers), which moved an update
+// by thousands of ulps where its terms cancel; written out, the CPU's vector
+// and scalar paths and the GPU round alike, bit for bit.
 #include <cmath>
 
 #include "core/host_device.hpp"
 
 namespace tapeflow {
 
+/** a * b + c rounded once, for scalars on either side and xsimd batches. */
+template <class V>
+TPF_HOST_DEVICE inline V multiply_add(const V& a, const V& b, const V& c) {
+#ifdef __CUDA_ARCH__
+  return fma(a, b, c);
+#else
+  using std::fma;  // xsimd's fma for batches, found by argument lookup
+  return fma(a, b, c);
+#endif
+}
+
 /** Gradient descent: w - lr * g. */
 template <class V>
 TPF_HOST_DEVICE inline V gradient_descent_update(const V& w, const V& g,
                                                  const V& lr) {
-  return w - lr * g;
+  return multiply_add(V(-lr), g, w);
 }
 
 /**
@@ -44,8 +57,8 @@ TPF_HOST_DEVICE inline void adam_update(V& w, const V& g, V& m, V& v,
                                         const V& alpha, const V& c1,
                                         const V& c2, const V& eps) {
   using std::sqrt;  // xsimd's sqrt for batches, found by argument lookup
-  m = m + (g - m) * c1;
-  v = v + (g * g - v) * c2;
+  m = multiply_add(V(g - m), c1, m);
+  v = multiply_add(multiply_add(g, g, V(-v)), c2, v);
   w = w - alpha * m / (sqrt(v) + eps);
 }
 
