@@ -59,8 +59,10 @@ std::string run_child(const std::string& env) {
   const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
   REQUIRE(n > 0);
   self[n] = 0;
-  const std::string command = "env -u TF_FORCE_GPU_ALLOW_GROWTH " + env +
-                              " TAPEFLOW_TEST_CUDA_CHILD=1 '" + self + "' 2>&1";
+  // The child's output is its own: the placement log only where `env` asks.
+  const std::string command =
+      "env -u TF_FORCE_GPU_ALLOW_GROWTH -u TAPEFLOW_LOG_PLACEMENT " + env +
+      " TAPEFLOW_TEST_CUDA_CHILD=1 '" + self + "' 2>&1";
   FILE* pipe = popen(command.c_str(), "r");
   REQUIRE(pipe != nullptr);
   std::string out;
