@@ -63,7 +63,7 @@ __global__ void channel_partials(ChannelSplit p, Sums sums,
                                  typename Sums::Acc* partial) {
   using Acc = typename Sums::Acc;
   // Raw storage: a __shared__ array may not run constructors.
-  __shared__ alignas(Acc) unsigned char raw[kBlockThreads * sizeof(Acc)];
+  alignas(Acc) __shared__ unsigned char raw[kBlockThreads * sizeof(Acc)];
   Acc* shared = reinterpret_cast<Acc*>(raw);
   const int64_t channel = blockIdx.x / p.splits, part = blockIdx.x % p.splits;
   Acc acc{};

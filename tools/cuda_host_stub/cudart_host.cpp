@@ -4,6 +4,10 @@
 // GPU, which is most of the machines this project is built on. Every result a
 // kernel would write is left as it was: nothing here checks values.
 // tools/cuda_host_time.sh builds it and runs a program over it.
+//
+// Built with CUDA_HOST_STUB_KERNELS_RUN, it is the runtime of the CUDA
+// emulator (tools/cuda_emu), whose kernels do run on the host: there, what
+// the host reads back is what they wrote.
 #include <cuda_runtime_api.h>
 
 #include <cstdio>
@@ -11,19 +15,30 @@
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 
 namespace {
 
 constexpr size_t kAlignment = 256;                 // cudaMalloc's
 constexpr size_t kDeviceBytes = size_t(80) << 30;  // an H100's
+#ifdef CUDA_HOST_STUB_KERNELS_RUN
+constexpr bool kKernelsRun = true;
+constexpr const char* kDeviceName = "cuda emulator (kernels run on the host)";
+#else
+constexpr bool kKernelsRun = false;
+constexpr const char* kDeviceName = "host stub (no kernel runs)";
+#endif
 
-// Zeroed: mapped pinned records (the deferred index errors) read as clear.
-void* host_block(size_t bytes) {
+// Pinned host memory is zeroed: mapped records (the deferred index errors)
+// read as clear. Device memory is too where no kernel runs; where kernels
+// run, it starts as 0xff bytes (NaN in float), as no GPU zeroes it, so that
+// a kernel that reads what nothing wrote fails its tests.
+void* host_block(size_t bytes, int fill = 0) {
   const size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
   void* block =
       std::aligned_alloc(kAlignment, rounded == 0 ? kAlignment : rounded);
-  if (block) std::memset(block, 0, rounded);
+  if (block) std::memset(block, fill, rounded);
   return block;
 }
 
@@ -69,6 +84,16 @@ const char* launch_problem(dim3 grid, dim3 block, size_t shared_bytes) {
   if (shared_bytes > 48 * 1024) return "over 48 KiB of dynamic shared memory";
   return nullptr;
 }
+
+}  // namespace
+
+// Refuses what a GPU refuses, as a GPU does (cudaGetLastError) and with a
+// line naming the kernel; shared with the emulator's launches.
+extern "C" cudaError_t cuda_host_stub_check_launch(const char* kernel,
+                                                   dim3 grid, dim3 block,
+                                                   size_t shared_bytes);
+
+namespace {
 
 // A launch's configuration, pushed by <<<...>>> and popped by the kernel's
 // host stub right after; each host thread launches on its own.
@@ -140,17 +165,30 @@ cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 grid, dim3 block,
       if (problem) name = found->second.name;
     }
   }
+  return problem ? cuda_host_stub_check_launch(name.c_str(), grid, block,
+                                               shared_bytes)
+                 : cudaSuccess;
+}
+
+cudaError_t cuda_host_stub_check_launch(const char* kernel, dim3 grid,
+                                        dim3 block, size_t shared_bytes) {
+  const char* problem = launch_problem(grid, block, shared_bytes);
   if (problem == nullptr) return cudaSuccess;
   std::fprintf(stderr,
                "cuda host stub: refused launch of %s: %s (grid %u x %u x %u, "
                "block %u x %u x %u, %zu bytes of shared memory)\n",
-               name.c_str(), problem, grid.x, grid.y, grid.z, block.x, block.y,
+               kernel, problem, grid.x, grid.y, grid.z, block.x, block.y,
                block.z, shared_bytes);
   return last_error = cudaErrorInvalidConfiguration;
 }
 
+// One device, hidden as CUDA hides it: CUDA_VISIBLE_DEVICES set to a list
+// that does not start with ordinal 0 ("", "-1", "1").
 cudaError_t cudaGetDeviceCount(int* count) {
-  *count = 1;
+  const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+  const std::string_view first =
+      visible ? std::string_view(visible, std::strcspn(visible, ",")) : "0";
+  *count = first == "0";
   return cudaSuccess;
 }
 cudaError_t cudaSetDevice(int) {
@@ -162,7 +200,7 @@ cudaError_t cudaGetDevice(int* device) {
 }
 cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int) {
   *prop = cudaDeviceProp{};
-  std::strcpy(prop->name, "host stub (no kernel runs)");
+  std::strcpy(prop->name, kDeviceName);
   prop->major = 9;
   prop->minor = 0;
   prop->totalGlobalMem = kDeviceBytes;
@@ -211,7 +249,7 @@ cudaError_t cudaPeekAtLastError() {
 }
 
 cudaError_t cudaMalloc(void** pointer, size_t bytes) {
-  *pointer = host_block(bytes);
+  *pointer = host_block(bytes, kKernelsRun ? 0xff : 0);
   return *pointer ? cudaSuccess : cudaErrorMemoryAllocation;
 }
 cudaError_t cudaFree(void* pointer) {
@@ -230,12 +268,12 @@ cudaError_t cudaHostGetDevicePointer(void** device, void* host, unsigned) {
   *device = host;
   return cudaSuccess;
 }
-// What the host reads back from the device is 0: no kernel ran, and stale
+// Where no kernel runs, what the host reads back from the device is 0: stale
 // arena contents would steer host code (a size, a label range, an index) as
 // no GPU would. Copies to and within the device keep their bytes.
 cudaError_t cudaMemcpyAsync(void* to, const void* from, size_t bytes,
                             cudaMemcpyKind kind, cudaStream_t) {
-  if (kind == cudaMemcpyDeviceToHost)
+  if (kind == cudaMemcpyDeviceToHost && !kKernelsRun)
     std::memset(to, 0, bytes);
   else
     std::memmove(to, from, bytes);

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# The GPU test suites' verdicts without a GPU, in CI: each suite runs with
+# the CUDA backend built for the CPU by tools/cuda_emu (every kernel's every
+# thread runs on the host, cuBLAS's routines are computed there), with the
+# OpCase tables on cuda:0 in strict device mode and the placement log on.
+# A suite fails here where
+# - one of its checks fails (a kernel's wrong value, a wrong error),
+# - the emulator reports a kernel's fault ("cuda emulator:": a barrier or
+#   shuffle not every thread reaches, a __trap) or refuses a launch as a GPU
+#   would ("refused launch"),
+# - an op runs on the CPU instead ("soft placement", "expected a kernel for"),
+# - the emulator is not what ran ("no GPU"; no suite's placement log names
+#   the emulated device), or the suite crashes or runs past its time.
+#
+#   tests/cuda_emu_check.sh EMULATED_BACKEND LIBTAPEFLOW SUITE_BINARY...
+#
+# CUDA_EMU_ORDER=reverse (scheduler.cpp) runs each block's threads last to
+# first: a race that the forward order hides fails one of the two.
+set -uo pipefail
+(($# >= 3)) || { echo "usage: $0 EMULATED_BACKEND LIBTAPEFLOW SUITE..." >&2; exit 2; }
+backend=$1 library=$2
+shift 2
+# libtapeflow loads libtapeflow_cuda.so from its own directory: both go in
+# one directory ahead of the suites' RUNPATH.
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+ln -s "$(readlink -f "$backend")" "$dir/libtapeflow_cuda.so"
+ln -s "$(readlink -f "$library")" "$dir/libtapeflow.so"
+export LD_LIBRARY_PATH=$dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export TAPEFLOW_TEST_DEVICE=cuda TAPEFLOW_TEST_STRICT_DEVICE=1
+export TAPEFLOW_LOG_PLACEMENT=1
+failed=0 loaded=0
+for suite in "$@"; do
+  name=$(basename "$suite")
+  log=$dir/$name.log
+  start=$SECONDS
+  timeout -k 10 "${CUDA_EMU_SUITE_TIMEOUT:-240}" "$suite" >"$log" 2>&1
+  status=$?
+  problems=$(grep -E "cuda emulator: |refused launch|expected a kernel for cuda|, soft placement\)|but there is no GPU" "$log" |
+    sort -u | head -5)
+  grep -q "cuda emulator (kernels run on the host)" "$log" && loaded=1
+  if ((status != 0)) || [[ -n $problems ]]; then
+    echo "FAIL $name (exit $status, $((SECONDS - start)) s)${problems:+:}"
+    [[ -n $problems ]] && echo "$problems"
+    grep -E "ERROR|FAILED|CHECK|REQUIRE" "$log" | head -20
+    tail -5 "$log"
+    failed=1
+  else
+    echo "ok   $name ($((SECONDS - start)) s)"
+  fi
+done
+if ((!loaded)); then
+  echo "FAIL: no suite ran on the emulated backend"
+  failed=1
+fi
+exit $failed

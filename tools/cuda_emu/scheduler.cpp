@@ -1,0 +1,275 @@
+// The CUDA emulator's scheduler: a launch runs its blocks one after another
+// on the launching host thread, and a block's threads as fibers that run
+// until they finish or wait — at __syncthreads for the whole block,
+// at a shuffle for their warp. When no thread can run, the waits that are
+// complete are released; when none is, the block is deadlocked (a barrier
+// some threads never reach, a shuffle half a warp skips), which a GPU would
+// hang on or leave undefined: the emulator names the launch site and aborts.
+#include <sys/mman.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <string_view>
+#include <vector>
+
+#include "cuda_emu.hpp"
+#include "fiber_switch.hpp"
+
+extern "C" cudaError_t cuda_host_stub_check_launch(const char* kernel,
+                                                   dim3 grid, dim3 block,
+                                                   size_t shared_bytes);
+
+namespace tapeflow::cuda_emu {
+namespace {
+
+constexpr size_t kStackBytes = size_t(128) << 10, kGuardBytes = 4096;
+constexpr unsigned kWarp = 32;
+
+enum class Wait { running, block, warp, done };
+
+struct Fiber {
+  void* stack_pointer = nullptr;
+  void* stack = nullptr;
+  uint3 index;
+  Wait wait = Wait::running;
+  uint64_t barriers = 0;  // __syncthreads reached
+  uint64_t shuffles = 0;  // shuffles reached
+  uint64_t shuffle_bits = 0;
+  uint32_t shuffle_mask = 0;
+  unsigned shuffle_delta = 0;
+  int shuffle_width = kWarp;
+};
+
+struct Block {
+  void* scheduler = nullptr;  // its stack pointer while a fiber runs
+  std::vector<Fiber> fibers;  // stacks kept from launch to launch
+  Fiber* current = nullptr;
+  void (*thread_body)(void*) = nullptr;
+  void* context = nullptr;
+  Site site{};
+};
+
+// Kernels run one at a time, on whichever host thread launched them: their
+// statics are shared memory, and a GPU stream runs in order anyway.
+std::mutex g_launch_mutex;
+Block g_block;
+// CUDA_EMU_ORDER=reverse runs a block's threads last to first between
+// barriers: where a kernel misses a barrier, one of the two orders reads a
+// value before it is written.
+const bool g_reverse = [] {
+  const char* order = std::getenv("CUDA_EMU_ORDER");
+  return order != nullptr && std::string_view(order) == "reverse";
+}();
+
+[[noreturn]] void fail(const char* what) {
+  std::fprintf(stderr, "cuda emulator: %s in the kernel launched at %s:%d\n",
+               what, g_block.site.file, g_block.site.line);
+  std::abort();
+}
+
+[[noreturn]] void thread_main() {
+  Fiber& self = *g_block.current;
+  g_block.thread_body(g_block.context);
+  self.wait = Wait::done;
+  fiber_switch(&self.stack_pointer, g_block.scheduler);
+  __builtin_unreachable();  // a finished fiber is never resumed
+}
+
+void switch_to_scheduler() {
+  Fiber& self = *g_block.current;
+  fiber_switch(&self.stack_pointer, g_block.scheduler);
+  threadIdx = self.index;
+}
+
+void start(Fiber& fiber, uint3 index) {
+  if (fiber.stack == nullptr) {
+    // A guard page below: a kernel that overflows its stack faults.
+    void* mapped = mmap(nullptr, kGuardBytes + kStackBytes, PROT_NONE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (mapped == MAP_FAILED ||
+        mprotect(static_cast<char*>(mapped) + kGuardBytes, kStackBytes,
+                 PROT_READ | PROT_WRITE) != 0)
+      fail("no memory for a thread's stack");
+    fiber.stack = static_cast<char*>(mapped) + kGuardBytes;
+  }
+  fiber.stack_pointer =
+      fiber_stack(static_cast<char*>(fiber.stack) + kStackBytes, thread_main);
+  fiber.index = index;
+  fiber.wait = Wait::running;
+  fiber.barriers = 0;
+  fiber.shuffles = 0;
+}
+
+void resume(Fiber& fiber) {
+  g_block.current = &fiber;
+  threadIdx = fiber.index;
+  fiber_switch(&g_block.scheduler, fiber.stack_pointer);
+}
+
+// Lanes of warp w: threads [32 w, 32 w + 32) in linear order, as on a GPU.
+// A shuffle waits for every lane its mask names; what a GPU leaves undefined
+// is a fault here: a named lane that has exited, lanes at different shuffles
+// (another mask, another count of shuffles so far), a lane outside its own
+// mask, a source outside the mask.
+bool release_warp(std::vector<Fiber>& fibers, size_t first, size_t end) {
+  const Fiber* leader = nullptr;
+  for (size_t i = first; i < end; ++i) {
+    const Fiber& f = fibers[i];
+    if (f.wait != Wait::warp) continue;
+    if (leader == nullptr) leader = &f;
+    if (f.shuffle_mask != leader->shuffle_mask ||
+        f.shuffles != leader->shuffles)
+      fail("lanes of a warp at different shuffles");
+    if (!(f.shuffle_mask >> (i - first) & 1u))
+      fail("a lane at a shuffle whose mask leaves it out");
+  }
+  if (leader == nullptr) return false;
+  const uint32_t mask = leader->shuffle_mask;
+  for (size_t lane = 0; lane < kWarp; ++lane) {
+    if (!(mask >> lane & 1u)) continue;
+    if (first + lane >= end || fibers[first + lane].wait == Wait::done)
+      fail("a shuffle whose mask names a lane that has exited");
+    if (fibers[first + lane].wait != Wait::warp) return false;  // on its way
+  }
+  uint64_t handed[kWarp];
+  for (size_t i = first; i < end; ++i)
+    handed[i - first] = fibers[i].shuffle_bits;
+  for (size_t i = first; i < end; ++i) {
+    Fiber& f = fibers[i];
+    if (f.wait != Wait::warp) continue;
+    const size_t lane = i - first, width = size_t(f.shuffle_width);
+    const size_t source = lane + f.shuffle_delta;
+    // Past its segment of `width` lanes, a lane keeps its own value.
+    if (source / width == lane / width && source < kWarp) {
+      if (!(mask >> source & 1u))
+        fail("a shuffle that reads a lane its mask leaves out");
+      f.shuffle_bits = handed[source];
+    }
+    f.wait = Wait::running;
+  }
+  return true;
+}
+
+// Threads that have exited count as arrived, as on a GPU; threads waiting at
+// different __syncthreads (one inside a branch others skip) are a fault.
+bool release_block(std::vector<Fiber>& fibers, size_t threads) {
+  const Fiber* leader = nullptr;
+  for (size_t i = 0; i < threads; ++i) {
+    const Fiber& f = fibers[i];
+    if (f.wait == Wait::running || f.wait == Wait::warp) return false;
+    if (f.wait != Wait::block) continue;
+    if (leader == nullptr) leader = &f;
+    if (f.barriers != leader->barriers)
+      fail("threads of a block at different __syncthreads");
+  }
+  if (leader == nullptr) return false;
+  for (size_t i = 0; i < threads; ++i)
+    if (fibers[i].wait == Wait::block) fibers[i].wait = Wait::running;
+  return true;
+}
+
+void run_block(dim3 block) {
+  const size_t threads = size_t(block.x) * block.y * block.z;
+  std::vector<Fiber>& fibers = g_block.fibers;
+  if (fibers.size() < threads) fibers.resize(threads);
+  for (size_t i = 0; i < threads; ++i)
+    start(fibers[i],
+          uint3{unsigned(i % block.x), unsigned(i / block.x % block.y),
+                unsigned(i / (size_t(block.x) * block.y))});
+  for (;;) {
+    bool finished = true;
+    for (size_t n = 0; n < threads; ++n) {
+      const size_t i = g_reverse ? threads - 1 - n : n;
+      if (fibers[i].wait == Wait::running) resume(fibers[i]);
+      finished = finished && fibers[i].wait == Wait::done;
+    }
+    if (finished) return;
+    bool released = release_block(fibers, threads);
+    for (size_t first = 0; first < threads; first += kWarp)
+      released =
+          release_warp(fibers, first, std::min(first + kWarp, threads)) ||
+          released;
+    if (!released)
+      fail("a barrier or shuffle that a thread it waits for never reaches");
+  }
+}
+
+}  // namespace
+
+void run_grid(Site site, dim3 grid, dim3 block, size_t shared_bytes,
+              void (*thread_body)(void*), void* context) {
+  // What a GPU would refuse is refused here too, with the same error.
+  char name[512];
+  std::snprintf(name, sizeof name, "the kernel at %s:%d", site.file, site.line);
+  if (cuda_host_stub_check_launch(name, grid, block, shared_bytes) !=
+      cudaSuccess)
+    return;
+  const std::lock_guard<std::mutex> lock(g_launch_mutex);
+  g_block.site = site;
+  g_block.thread_body = thread_body;
+  g_block.context = context;
+  gridDim = grid;
+  blockDim = block;
+  for (unsigned z = 0; z < grid.z; ++z)
+    for (unsigned y = 0; y < grid.y; ++y)
+      for (unsigned x = 0; x < grid.x; ++x) {
+        blockIdx = uint3{x, y, z};
+        run_block(block);
+      }
+}
+
+void block_barrier() {
+  ++g_block.current->barriers;
+  g_block.current->wait = Wait::block;
+  switch_to_scheduler();
+}
+
+uint64_t warp_shuffle_down(uint32_t mask, uint64_t bits, unsigned delta,
+                           int width) {
+  Fiber& self = *g_block.current;
+  ++self.shuffles;
+  self.shuffle_mask = mask;
+  self.shuffle_bits = bits;
+  self.shuffle_delta = delta;
+  self.shuffle_width = width;
+  self.wait = Wait::warp;
+  switch_to_scheduler();
+  return self.shuffle_bits;
+}
+
+void trap() {
+  fail("__trap()");
+}
+
+}  // namespace tapeflow::cuda_emu
+
+asm(R"(
+    .text
+    .globl tapeflow_cuda_emu_switch
+    .hidden tapeflow_cuda_emu_switch
+    .type tapeflow_cuda_emu_switch, @function
+tapeflow_cuda_emu_switch:
+    pushq %rbp
+    pushq %rbx
+    pushq %r12
+    pushq %r13
+    pushq %r14
+    pushq %r15
+    subq $8, %rsp
+    stmxcsr (%rsp)
+    fnstcw 4(%rsp)
+    movq %rsp, (%rdi)
+    movq %rsi, %rsp
+    ldmxcsr (%rsp)
+    fldcw 4(%rsp)
+    addq $8, %rsp
+    popq %r15
+    popq %r14
+    popq %r13
+    popq %r12
+    popq %rbx
+    popq %rbp
+    ret
+    .size tapeflow_cuda_emu_switch, .-tapeflow_cuda_emu_switch
+)");
