@@ -20,12 +20,15 @@ set -uo pipefail
 (($# >= 3)) || { echo "usage: $0 EMULATED_BACKEND LIBTAPEFLOW SUITE..." >&2; exit 2; }
 backend=$1 library=$2
 shift 2
-# libtapeflow loads libtapeflow_cuda.so from its own directory: both go in
-# one directory ahead of the suites' RUNPATH.
+# libtapeflow loads its modules from its own directory: it and its modules
+# go in one directory ahead of the suites' RUNPATH, the emulated backend in
+# place of the real one.
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-ln -s "$(readlink -f "$backend")" "$dir/libtapeflow_cuda.so"
-ln -s "$(readlink -f "$library")" "$dir/libtapeflow.so"
+for module in "$(dirname "$(readlink -f "$library")")"/libtapeflow*.so; do
+  ln -s "$module" "$dir/"
+done
+ln -sf "$(readlink -f "$backend")" "$dir/libtapeflow_cuda.so"
 export LD_LIBRARY_PATH=$dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export TAPEFLOW_TEST_DEVICE=cuda TAPEFLOW_TEST_STRICT_DEVICE=1
 export TAPEFLOW_LOG_PLACEMENT=1
