@@ -1,7 +1,8 @@
 // The neural-network CUDA kernels beyond the strict OpCase pass, against the
 // CPU: a convolution too tall for one grid along y, filter gradients in
 // split-K slices, the fused cross entropy's rows wider than a block and its
-// extreme rows, and the fused LSTM cell under a layer. Part of test_cuda_ops.
+// extreme rows, the fused LSTM cell under a layer, and fractional max
+// pooling's second order. Part of test_cuda_ops.
 #include <limits>
 #include <string>
 #include <vector>
@@ -185,4 +186,43 @@ TEST_CASE("an LSTM layer on the GPU takes the fused cell ops, as on the CPU" *
   CHECK(log.find("lstm_cell_forward -> cuda:0 (cuda)") != std::string::npos);
   CHECK(log.find("lstm_cell_backward -> cuda:0 (cuda)") != std::string::npos);
   CHECK(log.find("soft placement") == std::string::npos);
+}
+
+TEST_CASE("fractional max pooling's second order, on the GPU as on the CPU" *
+          doctest::skip(!has_gpu())) {
+  // The gradient of dx with respect to dy gathers h at the maxima the
+  // workspace recorded (FractionalMaxPoolGather, which the OpCase tables'
+  // first-order gradients never reach); each value is copied, so the
+  // devices agree exactly. Overlapping regions and not; both dtypes.
+  const auto x = uniform64({2, 13, 11, 3});
+  for (const bool overlapping : {false, true}) {
+    for (const tpf::DType dtype : {tpf::float64, tpf::float32}) {
+      CAPTURE(overlapping);
+      CAPTURE(dtype);
+      const nn::FractionalPoolOptions o{.overlapping = overlapping, .seed = 6};
+      const auto y_shape =
+          nn::fractional_max_pool(x, {1.6, 1.4}, o).output.shape();
+      const auto dy = uniform64(y_shape).cast(dtype);
+      const auto h = uniform64(x.shape()).cast(dtype);
+      const auto passes = [&](tpf::Device d) {
+        const auto xd = x.cast(dtype).to(d), dyd = dy.to(d);
+        tpf::GradientTape outer;
+        outer.watch(dyd);
+        tpf::GradientTape tape;
+        tape.watch(xd);
+        const auto y = nn::fractional_max_pool(xd, {1.6, 1.4}, o).output;
+        const auto dx = tape.gradient(y, {xd}, {dyd})[0];
+        const auto gather = outer.gradient(dx, {dyd}, {h.to(d)})[0];
+        return std::vector<tpf::Tensor>{y.cpu(), dx.cpu(), gather.cpu()};
+      };
+      const auto on_cpu = passes(tpf::Device::cpu());
+      std::vector<tpf::Tensor> on_gpu;
+      const std::string log = placement_log([&] { on_gpu = passes(gpu); });
+      for (size_t i = 0; i < on_cpu.size(); ++i) {
+        CAPTURE(i);
+        CHECK(on_gpu[i].to_vector<double>() == on_cpu[i].to_vector<double>());
+      }
+      CHECK(log.find("soft placement") == std::string::npos);
+    }
+  }
 }

@@ -10,7 +10,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <set>
+#include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "cuda_emu.hpp"
@@ -195,6 +198,22 @@ void run_block(dim3 block) {
   }
 }
 
+// With CUDA_EMU_SITES=FILE, the launch sites that ran are appended to FILE
+// at exit, one "FILE:LINE" a line: over the test suites, which kernels the
+// emulator has checked.
+std::set<std::pair<std::string, int>> g_sites;
+void write_sites() {
+  const char* path = std::getenv("CUDA_EMU_SITES");
+  if (path == nullptr) return;
+  FILE* out = std::fopen(path, "a");
+  if (out == nullptr) return;
+  const std::lock_guard<std::mutex> lock(g_launch_mutex);
+  for (const auto& [file, line] : g_sites)
+    std::fprintf(out, "%s:%d\n", file.c_str(), line);
+  std::fclose(out);
+}
+const int g_sites_written = std::atexit(write_sites);
+
 }  // namespace
 
 void run_grid(Site site, dim3 grid, dim3 block, size_t shared_bytes,
@@ -206,6 +225,7 @@ void run_grid(Site site, dim3 grid, dim3 block, size_t shared_bytes,
       cudaSuccess)
     return;
   const std::lock_guard<std::mutex> lock(g_launch_mutex);
+  g_sites.emplace(site.file, site.line);
   g_block.site = site;
   g_block.thread_body = thread_body;
   g_block.context = context;
