@@ -8,7 +8,8 @@
 //
 // What it checks is the kernels' arithmetic and indexing: every thread of
 // every block runs, __syncthreads and warp shuffles wait for the threads
-// they name (a barrier or shuffle that cannot complete is a fault), device
+// they name (a barrier or shuffle that cannot complete is a fault, as is a
+// shuffle whose mask names an exited lane), device
 // memory starts as 0xff bytes, and a missing barrier shows when the threads
 // run last to first (CUDA_EMU_ORDER=reverse). What it cannot check: timing;
 // __launch_bounds__; memory ordering between blocks; a lost update (a thread

@@ -36,8 +36,6 @@ struct Fiber {
   void* stack = nullptr;
   uint3 index;
   Wait wait = Wait::running;
-  uint64_t barriers = 0;  // __syncthreads reached
-  uint64_t shuffles = 0;  // shuffles reached
   uint64_t shuffle_bits = 0;
   uint32_t shuffle_mask = 0;
   unsigned shuffle_delta = 0;
@@ -100,8 +98,6 @@ void start(Fiber& fiber, uint3 index) {
       fiber_stack(static_cast<char*>(fiber.stack) + kStackBytes, thread_main);
   fiber.index = index;
   fiber.wait = Wait::running;
-  fiber.barriers = 0;
-  fiber.shuffles = 0;
 }
 
 void resume(Fiber& fiber) {
@@ -111,62 +107,60 @@ void resume(Fiber& fiber) {
 }
 
 // Lanes of warp w: threads [32 w, 32 w + 32) in linear order, as on a GPU.
-// A shuffle waits for every lane its mask names; what a GPU leaves undefined
-// is a fault here: a named lane that has exited, lanes at different shuffles
-// (another mask, another count of shuffles so far), a lane outside its own
-// mask, a source outside the mask.
+// A shuffle waits for every lane its mask names, and each group of lanes
+// whose masks agree is released together. What a GPU leaves undefined is a
+// fault here: a named lane that has exited, a named lane at a shuffle with
+// another mask, a lane outside its own mask, a source outside the mask.
 bool release_warp(std::vector<Fiber>& fibers, size_t first, size_t end) {
-  const Fiber* leader = nullptr;
-  for (size_t i = first; i < end; ++i) {
-    const Fiber& f = fibers[i];
-    if (f.wait != Wait::warp) continue;
-    if (leader == nullptr) leader = &f;
-    if (f.shuffle_mask != leader->shuffle_mask ||
-        f.shuffles != leader->shuffles)
-      fail("lanes of a warp at different shuffles");
-    if (!(f.shuffle_mask >> (i - first) & 1u))
-      fail("a lane at a shuffle whose mask leaves it out");
-  }
-  if (leader == nullptr) return false;
-  const uint32_t mask = leader->shuffle_mask;
-  for (size_t lane = 0; lane < kWarp; ++lane) {
-    if (!(mask >> lane & 1u)) continue;
-    if (first + lane >= end || fibers[first + lane].wait == Wait::done)
-      fail("a shuffle whose mask names a lane that has exited");
-    if (fibers[first + lane].wait != Wait::warp) return false;  // on its way
-  }
+  bool released = false;
   uint64_t handed[kWarp];
   for (size_t i = first; i < end; ++i)
     handed[i - first] = fibers[i].shuffle_bits;
   for (size_t i = first; i < end; ++i) {
-    Fiber& f = fibers[i];
-    if (f.wait != Wait::warp) continue;
-    const size_t lane = i - first, width = size_t(f.shuffle_width);
-    const size_t source = lane + f.shuffle_delta;
-    // Past its segment of `width` lanes, a lane keeps its own value.
-    if (source / width == lane / width && source < kWarp) {
-      if (!(mask >> source & 1u))
-        fail("a shuffle that reads a lane its mask leaves out");
-      f.shuffle_bits = handed[source];
+    if (fibers[i].wait != Wait::warp) continue;
+    const uint32_t mask = fibers[i].shuffle_mask;
+    if (!(mask >> (i - first) & 1u))
+      fail("a lane at a shuffle whose mask leaves it out");
+    bool ready = true;
+    for (size_t lane = 0; lane < kWarp; ++lane) {
+      if (!(mask >> lane & 1u)) continue;
+      const Fiber* named = first + lane < end ? &fibers[first + lane] : nullptr;
+      if (named == nullptr || named->wait == Wait::done)
+        fail("a shuffle whose mask names a lane that has exited");
+      if (named->wait != Wait::warp)
+        ready = false;  // on its way
+      else if (named->shuffle_mask != mask)
+        fail("lanes of a warp at shuffles with different masks");
     }
-    f.wait = Wait::running;
+    if (!ready) continue;
+    for (size_t lane = 0; lane < kWarp; ++lane) {
+      if (!(mask >> lane & 1u)) continue;
+      Fiber& f = fibers[first + lane];
+      const size_t width = size_t(f.shuffle_width);
+      const size_t source = lane + f.shuffle_delta;
+      // Past its segment of `width` lanes, a lane keeps its own value.
+      if (source / width == lane / width && source < kWarp) {
+        if (!(mask >> source & 1u))
+          fail("a shuffle that reads a lane its mask leaves out");
+        f.shuffle_bits = handed[source];
+      }
+      f.wait = Wait::running;
+    }
+    released = true;
   }
-  return true;
+  return released;
 }
 
-// Threads that have exited count as arrived, as on a GPU; threads waiting at
-// different __syncthreads (one inside a branch others skip) are a fault.
+// Threads that have exited count as arrived, and any __syncthreads pairs
+// with any other, as on a GPU since Volta (bar.sync counts arrivals).
 bool release_block(std::vector<Fiber>& fibers, size_t threads) {
-  const Fiber* leader = nullptr;
+  bool waiting = false;
   for (size_t i = 0; i < threads; ++i) {
-    const Fiber& f = fibers[i];
-    if (f.wait == Wait::running || f.wait == Wait::warp) return false;
-    if (f.wait != Wait::block) continue;
-    if (leader == nullptr) leader = &f;
-    if (f.barriers != leader->barriers)
-      fail("threads of a block at different __syncthreads");
+    if (fibers[i].wait == Wait::running || fibers[i].wait == Wait::warp)
+      return false;
+    waiting = waiting || fibers[i].wait == Wait::block;
   }
-  if (leader == nullptr) return false;
+  if (!waiting) return false;
   for (size_t i = 0; i < threads; ++i)
     if (fibers[i].wait == Wait::block) fibers[i].wait = Wait::running;
   return true;
@@ -240,7 +234,6 @@ void run_grid(Site site, dim3 grid, dim3 block, size_t shared_bytes,
 }
 
 void block_barrier() {
-  ++g_block.current->barriers;
   g_block.current->wait = Wait::block;
   switch_to_scheduler();
 }
@@ -248,7 +241,6 @@ void block_barrier() {
 uint64_t warp_shuffle_down(uint32_t mask, uint64_t bits, unsigned delta,
                            int width) {
   Fiber& self = *g_block.current;
-  ++self.shuffles;
   self.shuffle_mask = mask;
   self.shuffle_bits = bits;
   self.shuffle_delta = delta;

@@ -1,0 +1,209 @@
+// The CUDA emulator's own test, written as CUDA and built as the backend is
+// (launch_syntax.py, then g++ with cuda_emu.hpp): a block reduction through
+// shared memory and barriers, warp shuffles with widths, CUB's BlockReduce,
+// the runtime's checks, and the faults the emulator must catch, each in a
+// child process that has to abort naming it. Run in both thread orders
+// (CUDA_EMU_ORDER), as the backend's suites are.
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <cub/block/block_reduce.cuh>
+#include <string>
+#include <vector>
+
+namespace {
+
+constexpr int kThreads = 128;
+
+__global__ void tree_sum(const int* in, int* out) {
+  __shared__ int partial[kThreads];
+  const int t = threadIdx.x;
+  partial[t] = in[blockIdx.x * kThreads + t];
+  __syncthreads();
+  for (int stride = kThreads / 2; stride > 0; stride /= 2) {
+    if (t < stride) partial[t] += partial[t + stride];
+    __syncthreads();
+  }
+  if (t == 0) out[blockIdx.x] = partial[0];
+}
+
+__global__ void shuffle_sums(const int* in, int* out, int width) {
+  int v = in[threadIdx.x];
+  for (int delta = width / 2; delta > 0; delta /= 2)
+    v += __shfl_down_sync(0xffffffffu, v, delta, width);
+  out[threadIdx.x] = v;
+}
+
+__global__ void block_reduce_max(const double* in, double* out) {
+  using BlockReduce = cub::BlockReduce<double, kThreads>;
+  __shared__ typename BlockReduce::TempStorage scratch;
+  const double m = BlockReduce(scratch).Reduce(
+      in[threadIdx.x], [](double a, double b) { return a > b ? a : b; });
+  if (threadIdx.x == 0) *out = m;
+}
+
+// Thread t reads its neighbour's slot with no barrier in between: the
+// forward order reads it before the neighbour writes, the reverse after.
+__global__ void unsynchronized_neighbour(int* out) {
+  __shared__ int slot[kThreads];
+  const int t = threadIdx.x;
+  slot[t] = t;
+  out[t] = slot[(t + 1) % kThreads];
+}
+
+// Half a warp at a shuffle that names the whole warp, the other half at a
+// barrier: neither can complete.
+__global__ void shuffle_against_barrier(int* out) {
+  if (threadIdx.x < 16)
+    out[threadIdx.x] = __shfl_down_sync(0xffffffffu, 1, 1);
+  else
+    __syncthreads();
+}
+
+__global__ void shuffle_half_warp(int* out) {
+  if (threadIdx.x >= 16) return;
+  out[threadIdx.x] = __shfl_down_sync(0xffffffffu, 1, 1);
+}
+
+__global__ void traps() {
+  if (threadIdx.x == 3) __trap();
+}
+
+__global__ void nothing() {}
+
+template <class T>
+T* device_copy(const std::vector<T>& host) {
+  void* p = nullptr;
+  REQUIRE(cudaMalloc(&p, host.size() * sizeof(T)) == cudaSuccess);
+  REQUIRE(cudaMemcpyAsync(p, host.data(), host.size() * sizeof(T),
+                          cudaMemcpyHostToDevice, nullptr) == cudaSuccess);
+  return static_cast<T*>(p);
+}
+
+template <class T>
+std::vector<T> host_copy(const T* device, size_t n) {
+  std::vector<T> host(n);
+  REQUIRE(cudaMemcpyAsync(host.data(), device, n * sizeof(T),
+                          cudaMemcpyDeviceToHost, nullptr) == cudaSuccess);
+  return host;
+}
+
+bool reverse_order() {
+  const char* order = std::getenv("CUDA_EMU_ORDER");
+  return order != nullptr && std::string(order) == "reverse";
+}
+
+// Runs `launch` in a child process: its exit signal and what it printed.
+template <class Launch>
+std::pair<int, std::string> in_child(Launch launch) {
+  int pipe_fds[2];
+  REQUIRE(pipe(pipe_fds) == 0);
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    // The abort is the child's verdict, not doctest's crash of the case.
+    signal(SIGABRT, SIG_DFL);
+    dup2(pipe_fds[1], STDOUT_FILENO);
+    dup2(pipe_fds[1], STDERR_FILENO);
+    launch();
+    _exit(0);
+  }
+  close(pipe_fds[1]);
+  std::string printed;
+  char buffer[512];
+  for (ssize_t n; (n = read(pipe_fds[0], buffer, sizeof buffer)) > 0;)
+    printed.append(buffer, size_t(n));
+  close(pipe_fds[0]);
+  int status = 0;
+  waitpid(child, &status, 0);
+  return {WIFSIGNALED(status) ? WTERMSIG(status) : 0, printed};
+}
+
+}  // namespace
+
+TEST_CASE("a block reduction through shared memory and barriers") {
+  std::vector<int> in(3 * kThreads);
+  for (size_t i = 0; i < in.size(); ++i) in[i] = int(i);
+  int* d_in = device_copy(in);
+  int* d_out = device_copy(std::vector<int>(3));
+  tree_sum<<<3, kThreads, 0, nullptr>>>(d_in, d_out);
+  CHECK(cudaGetLastError() == cudaSuccess);
+  // Block b sums 128 b .. 128 b + 127.
+  CHECK(host_copy(d_out, 3) == std::vector<int>{8128, 24512, 40896});
+}
+
+TEST_CASE("warp shuffles within segments of their width") {
+  std::vector<int> in(64);
+  for (int i = 0; i < 64; ++i) in[i] = i;
+  int* d_in = device_copy(in);
+  int* d_out = device_copy(std::vector<int>(64));
+  for (int width : {32, 8}) {
+    CAPTURE(width);
+    shuffle_sums<<<1, 64, 0, nullptr>>>(d_in, d_out, width);
+    const auto out = host_copy(d_out, 64);
+    // The first lane of each segment holds the segment's sum.
+    for (int first = 0; first < 64; first += width) {
+      int sum = 0;
+      for (int i = first; i < first + width; ++i) sum += i;
+      CHECK(out[first] == sum);
+    }
+  }
+}
+
+TEST_CASE("CUB's BlockReduce leaves the result in thread 0") {
+  std::vector<double> in(kThreads);
+  for (int i = 0; i < kThreads; ++i) in[i] = std::sin(i);
+  double* d_in = device_copy(in);
+  double* d_out = device_copy(std::vector<double>(1));
+  block_reduce_max<<<1, kThreads, 0, nullptr>>>(d_in, d_out);
+  double expect = in[0];
+  for (double v : in) expect = v > expect ? v : expect;
+  CHECK(host_copy(d_out, 1)[0] == expect);
+}
+
+TEST_CASE("a missing barrier reads a stale value in one of the two orders") {
+  int* d_out = device_copy(std::vector<int>(kThreads, -1));
+  unsynchronized_neighbour<<<1, kThreads, 0, nullptr>>>(d_out);
+  const auto out = host_copy(d_out, kThreads);
+  // Forward: thread 0 reads slot 1 before thread 1 writes it (a 0xff fill
+  // or a previous block's value); reverse: after.
+  CHECK((out[0] == 1) == reverse_order());
+}
+
+TEST_CASE("device memory starts as 0xff bytes; launches a GPU refuses fail") {
+  float* d = nullptr;
+  REQUIRE(cudaMalloc(reinterpret_cast<void**>(&d), 4 * sizeof(float)) ==
+          cudaSuccess);
+  CHECK(std::isnan(host_copy(d, 4)[3]));
+  nothing<<<1, 2048, 0, nullptr>>>();
+  CHECK(cudaGetLastError() == cudaErrorInvalidConfiguration);
+  nothing<<<dim3(1, 70000), 32, 0, nullptr>>>();
+  CHECK(cudaGetLastError() == cudaErrorInvalidConfiguration);
+  nothing<<<1, 32, 0, nullptr>>>();
+  CHECK(cudaGetLastError() == cudaSuccess);
+}
+
+TEST_CASE("what a GPU hangs on or leaves undefined aborts, naming the launch") {
+  int* d_out = device_copy(std::vector<int>(32));
+  const auto deadlock =
+      in_child([&] { shuffle_against_barrier<<<1, 32, 0, nullptr>>>(d_out); });
+  CHECK(deadlock.first == SIGABRT);
+  CHECK(deadlock.second.find("a barrier or shuffle that a thread it waits "
+                             "for never reaches") != std::string::npos);
+  CHECK(deadlock.second.find("self_test.cu:") != std::string::npos);
+  const auto shuffle =
+      in_child([&] { shuffle_half_warp<<<1, 32, 0, nullptr>>>(d_out); });
+  CHECK(shuffle.first == SIGABRT);
+  CHECK(shuffle.second.find("names a lane that has exited") !=
+        std::string::npos);
+  const auto trap = in_child([] { traps<<<1, 8, 0, nullptr>>>(); });
+  CHECK(trap.first == SIGABRT);
+  CHECK(trap.second.find("__trap()") != std::string::npos);
+}
