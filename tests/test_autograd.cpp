@@ -67,7 +67,7 @@ TEST_CASE("output_gradients of another dtype count in the target's") {
   const double v[] = {0.5, -1.25, 2.0};
   for (tpf::Tensor (*f)(const tpf::Tensor&) :
        {&tpf::tanh, &tpf::sigmoid, &tpf::relu}) {
-    for (const auto [x_type, seed_type] :
+    for (const auto& [x_type, seed_type] :
          {std::pair{tpf::float32, tpf::float64},
           std::pair{tpf::float64, tpf::float32}}) {
       const auto x = tpf::tensor({v[0], v[1], v[2]}).cast(x_type);
