@@ -1,4 +1,4 @@
-// The CUDA device backend: a BFC arena per GPU (src/core/bfc_arena.hpp),
+// The CUDA device backend: an arena per GPU (src/core/device_arena.hpp),
 // copies through pinned staging and peer copies, and synchronization, all
 // on each device's one stream (context.hpp).
 #include <iostream>
@@ -9,7 +9,7 @@
 
 #include "check.hpp"
 #include "context.hpp"
-#include "core/bfc_arena.hpp"
+#include "core/device_arena.hpp"
 #include "core/device_init_line.hpp"
 #include "core/pinned_staging.hpp"
 #include "core/registry.hpp"
@@ -57,16 +57,15 @@ class CudaSegments final : public SegmentSource {
   int device_;
 };
 
-/** The placement log's line for `device` once its arena exists. */
-void log_device_init(int device, const BfcArena& arena,
-                     const config::GpuMemoryOptions& options) {
+/** The placement log's line for `device` once its allocator exists. */
+void log_device_init(int device, const DeviceMemoryPolicy& policy) {
   if (!placement_logging_enabled()) return;
   cudaDeviceProp prop{};
   TAPEFLOW_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
   const GpuDescription gpu{"cuda:" + std::to_string(device), prop.name,
                            prop.major, prop.minor, prop.totalGlobalMem};
-  std::cerr << device_init_line(gpu, arena.limit_bytes(), arena.allow_growth(),
-                                options)
+  std::cerr << device_init_line(gpu, policy.limit_bytes, policy.allow_growth,
+                                policy.options)
             << "\n";
 }
 
@@ -90,8 +89,8 @@ class CudaBackend final : public DeviceBackend {
     for (int i = 0; i < count_; ++i)
       allocators_.push_back(std::make_unique<DeviceArena>(
           [i] { return std::make_unique<CudaSegments>(i); },
-          [i](const BfcArena& arena, const config::GpuMemoryOptions& options) {
-            log_device_init(i, arena, options);
+          [i](const DeviceMemoryPolicy& policy) {
+            log_device_init(i, policy);
           }));
   }
   const char* name() const override { return "cuda"; }

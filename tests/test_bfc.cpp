@@ -13,48 +13,16 @@
 
 #include "core/bfc_arena.hpp"
 #include "support/check.hpp"
+#include "support/fake_segment_source.hpp"
 
 using testing::expect_error;
+using testing::FakeSource;
 using tpf::BfcArena;
 
 namespace {
 
 constexpr size_t KiB = size_t{1} << 10, MiB = size_t{1} << 20,
                  GiB = size_t{1} << 30;
-
-/** Hands out address ranges that nothing backs, with gaps between them. */
-class FakeSource final : public tpf::SegmentSource {
- public:
-  FakeSource(size_t total, size_t free) : total_(total), free_(free) {}
-  void* allocate(size_t bytes) override {
-    if (bytes > free_ || bytes > refuse_above) return nullptr;
-    const uintptr_t p = next_;
-    next_ += bytes + 64 * KiB;
-    free_ -= bytes;
-    live[p] = bytes;
-    return reinterpret_cast<void*>(p);
-  }
-  void release(void* p, size_t bytes) override {
-    const auto it = live.find(reinterpret_cast<uintptr_t>(p));
-    CHECK(it != live.end());  // no REQUIRE: ~BfcArena releases too
-    if (it == live.end()) return;
-    CHECK(it->second == bytes);
-    live.erase(it);
-    free_ += bytes;
-  }
-  size_t total_bytes() const override { return total_; }
-  size_t free_bytes() const override { return free_; }
-  void synchronize() override { ++syncs; }
-  std::string device_name() const override { return "fake:0"; }
-
-  std::map<uintptr_t, size_t> live;
-  size_t refuse_above = SIZE_MAX;
-  int syncs = 0;
-
- private:
-  size_t total_, free_;
-  uintptr_t next_ = uintptr_t{1} << 44;
-};
 
 struct Arena {
   FakeSource* source;
@@ -324,24 +292,4 @@ TEST_CASE("a million random steps keep every invariant") {
   a->empty_cache();
   CHECK(a->stats().reserved_bytes == 0);
   CHECK(a.source->live.empty());
-}
-
-TEST_CASE("a DeviceArena is made at its first allocation and says so once") {
-  int told = 0;
-  size_t limit = 0;
-  tpf::DeviceArena memory(
-      [] { return std::make_unique<FakeSource>(80 * GiB, 80 * GiB); },
-      [&](const BfcArena& arena, const tpf::config::GpuMemoryOptions& o) {
-        ++told;
-        limit = arena.limit_bytes();
-        CHECK(o.allocator_type == "BFC");
-      });
-  CHECK(memory.stats().reserved_bytes == 0);  // asking makes no arena
-  CHECK(told == 0);
-  void* a = memory.allocate(MiB);
-  void* b = memory.allocate(MiB);
-  CHECK(told == 1);
-  CHECK(limit == memory.stats().limit_bytes);
-  memory.deallocate(a, MiB);
-  memory.deallocate(b, MiB);
 }

@@ -34,8 +34,11 @@ TEST_CASE("options are checked" * doctest::skip(!kTestDevice)) {
         tpf::config::set_gpu_memory_options(
             {.allocator_type = "cuda_malloc_async"});
       },
-      "[set_gpu_memory_options] expected allocator_type \"BFC\", got "
-      "\"cuda_malloc_async\"");
+      "[set_gpu_memory_options] expected allocator_type \"BFC\" or "
+      "\"cuda_malloc\", got \"cuda_malloc_async\"");
+  tpf::config::set_gpu_memory_options({.allocator_type = "cuda_malloc"});
+  CHECK(tpf::config::gpu_memory_options().allocator_type == "cuda_malloc");
+  tpf::config::set_gpu_memory_options({});
   CHECK(tpf::config::gpu_memory_options().per_process_gpu_memory_fraction ==
         1.0);
 }

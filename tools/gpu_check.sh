@@ -38,7 +38,8 @@
 #       6), a short mnist_cnn --device cuda:0 under the placement log (no op
 #       may soft-place), mnist_cnn for its 2 epochs (passing at a test
 #       accuracy of 89.5 %), compute-sanitizer memcheck on test_cuda_ops,
-#       test_cuda and test_conv (strict, on the GPU), racecheck on
+#       test_cuda and test_conv (strict, on the GPU; each tensor its own
+#       cudaMalloc, TF_GPU_ALLOCATOR=cuda_malloc), racecheck on
 #       test_cuda_ops, tpf::dist's NCCL test as an MPI singleton, the CUDA
 #       benchmarks
 #       where built, their PyTorch peers (tools/gpu_peer_cnn.py,
@@ -460,16 +461,20 @@ run() {
   sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   local sanitize=("${benv[@]}" "$sanitizer" --target-processes application-only
                   --error-exitcode 1)
+  # memcheck sees each tensor's end where each tensor is its own cudaMalloc:
+  # in the BFC arena, an access past it lands in a neighbouring chunk.
+  local memcheck=("${benv[@]}" TF_GPU_ALLOCATOR=cuda_malloc
+                  "${sanitize[@]:${#benv[@]}}" --tool memcheck)
   if [[ -x $sanitizer ]]; then
     for test in test_cuda_ops test_cuda; do
-      step "memcheck $test" 120 sanitizer.txt "${sanitize[@]}" --tool memcheck \
-        "$bin/$test" && counted "memcheck $test" sanitizer.txt
+      step "memcheck $test" 120 sanitizer.txt "${memcheck[@]}" "$bin/$test" &&
+        counted "memcheck $test" sanitizer.txt
     done
     # The convolutions' kernels (every path of choose_conv_algo) through
     # test_conv's OpCase tables on the GPU.
-    step "memcheck test_conv" 150 sanitizer.txt "${benv[@]}" \
+    step "memcheck test_conv" 150 sanitizer.txt "${memcheck[@]:0:${#benv[@]}}" \
       TAPEFLOW_TEST_DEVICE=cuda TAPEFLOW_TEST_STRICT_DEVICE=1 \
-      "${sanitize[@]:${#benv[@]}}" --tool memcheck "$bin/test_conv" &&
+      "${memcheck[@]:${#benv[@]}}" "$bin/test_conv" &&
       counted "memcheck test_conv" sanitizer.txt
   else
     result "=== compute-sanitizer: not found"

@@ -66,8 +66,11 @@ Float32Precision float32_matmul_precision();
  * `per_process_gpu_memory_fraction` (in (0, 1]) of the device's total
  * memory. `allow_growth` (default on, unlike TF) reserves segments as needed;
  * off, the whole cap is reserved at first use. Env TF_FORCE_GPU_ALLOW_GROWTH
- * = true|false overrides it. "BFC" is the only allocator_type. Set them
- * before a device first allocates: later calls throw ValueError.
+ * = true|false overrides it. allocator_type "BFC" is the arena;
+ * "cuda_malloc" (or env TF_GPU_ALLOCATOR=cuda_malloc, which overrides it) is
+ * a cudaMalloc per tensor, nothing cached, for debugging with
+ * compute-sanitizer. Set them before a device first allocates: later calls
+ * throw ValueError.
  */
 struct GpuMemoryOptions {
   double per_process_gpu_memory_fraction = 1.0;

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "core/device_memory_limit.hpp"
 #include "core/op_error.hpp"
 #include "tapeflow/core/error.hpp"
 
@@ -16,18 +17,6 @@ namespace {
 
 size_t round_up(size_t n, size_t to) {
   return (n + to - 1) / to * to;
-}
-
-/** "1.50 GiB", "512.00 MiB", "768 B". */
-std::string human(size_t bytes) {
-  static constexpr const char* units[] = {"KiB", "MiB", "GiB", "TiB"};
-  if (bytes < 1024) return std::to_string(bytes) + " B";
-  double v = static_cast<double>(bytes) / 1024;
-  int u = 0;
-  while (v >= 1024 && u < 3) v /= 1024, ++u;
-  char out[32];
-  std::snprintf(out, sizeof out, "%.2f %s", v, units[u]);
-  return out;
 }
 
 /** TF_FORCE_GPU_ALLOW_GROWTH=true|false overrides the option, as in TF. */
@@ -55,13 +44,10 @@ size_t bfc_segment_size(size_t size) {
 BfcArena::BfcArena(std::unique_ptr<SegmentSource> source,
                    const config::GpuMemoryOptions& options)
     : source_(std::move(source)),
-      fraction_(options.per_process_gpu_memory_fraction),
-      limit_from_bytes_(options.memory_limit_bytes > 0),
+      limit_(device_memory_limit(options, source_->total_bytes())),
+      limit_origin_(
+          device_memory_limit_origin(options, source_->total_bytes())),
       allow_growth_(resolve_growth(options.allow_growth)) {
-  limit_ = limit_from_bytes_
-               ? options.memory_limit_bytes
-               : static_cast<size_t>(
-                     fraction_ * static_cast<double>(source_->total_bytes()));
   stats_.limit_bytes = limit_;
   if (allow_growth_) return;
   // Reserve the cap now (what is free of it, less room for the CUDA context
@@ -266,16 +252,14 @@ std::string BfcArena::out_of_memory(size_t size) const {
                              0.5)
           : 0;
   std::ostringstream os;
-  os << "expected " << human(size) << " more on " << source_->device_name()
-     << ", got out of memory: in use " << human(stats_.allocated_bytes)
-     << ", cached " << human(cached) << " (largest free " << human(largest)
+  os << "expected " << human_bytes(size) << " more on "
+     << source_->device_name() << ", got out of memory: in use "
+     << human_bytes(stats_.allocated_bytes) << ", cached "
+     << human_bytes(cached) << " (largest free " << human_bytes(largest)
      << ", fragmentation " << fragmentation << "%), reserved "
-     << human(stats_.reserved_bytes) << " of a " << human(limit_) << " limit (";
-  if (limit_from_bytes_)
-    os << "memory_limit_bytes";
-  else
-    os << "fraction " << fraction_ << " of " << human(source_->total_bytes());
-  os << "), device free " << human(source_->free_bytes())
+     << human_bytes(stats_.reserved_bytes) << " of a " << human_bytes(limit_)
+     << " limit (" << limit_origin_ << "), device free "
+     << human_bytes(source_->free_bytes())
      << "; wholly free segments were returned and the request retried";
   return os.str();
 }
@@ -326,28 +310,6 @@ std::string BfcArena::check_invariants() const {
   if (reserved > limit_)
     why << "reserved " << reserved << " over the limit " << limit_ << "\n";
   return why.str();
-}
-
-BfcArena& DeviceArena::make() {
-  std::lock_guard lock(making_);
-  if (!arena_) {
-    const config::GpuMemoryOptions options = freeze_gpu_memory_options();
-    arena_ = std::make_unique<BfcArena>(make_source_(), options);
-    // Published before the init line: a throw from it (the device's
-    // properties) must not leave an arena that frees cannot reach.
-    made_.store(arena_.get(), std::memory_order_release);
-    if (on_made_) on_made_(*arena_, options);
-  }
-  return *arena_;
-}
-
-MemoryStats DeviceArena::stats() const {
-  const BfcArena* a = made_.load(std::memory_order_acquire);
-  return a ? a->stats() : MemoryStats{};
-}
-
-void DeviceArena::empty_cache() {
-  if (BfcArena* a = made_.load(std::memory_order_acquire)) a->empty_cache();
 }
 
 }  // namespace tapeflow

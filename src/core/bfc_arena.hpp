@@ -3,10 +3,8 @@
 // bfc_allocator.cc, with PyTorch's CUDACachingAllocator segment sizes and
 // pools). No CUDA here: device memory comes from a SegmentSource, so the
 // whole policy runs in CI on fake addresses. Design: CUDA.md §2.
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -115,54 +113,13 @@ class BfcArena final : public Allocator {
 
   std::unique_ptr<SegmentSource> source_;
   size_t limit_ = 0;
-  double fraction_ = 1.0;
-  bool limit_from_bytes_ = false;
+  std::string limit_origin_;  // "memory_limit_bytes", "fraction 1 of ..."
   bool allow_growth_ = true;
   mutable std::mutex mu_;
   Pool small_, large_;
   std::map<uintptr_t, std::unique_ptr<Segment>> segments_;
   std::unordered_map<uintptr_t, Chunk*> used_;  // address -> chunk in use
   MemoryStats stats_;
-};
-
-/**
- * The options for a device's arena, made at its first allocation: from then
- * on set_gpu_memory_options refuses changes (src/core/gpu_memory_options.cpp).
- */
-config::GpuMemoryOptions freeze_gpu_memory_options();
-
-/**
- * A device's allocator: its BfcArena, made at the first allocation from the
- * options then in force (which freezes them). Backends hold one per device.
- */
-class DeviceArena final : public Allocator {
- public:
-  using MakeSource = std::function<std::unique_ptr<SegmentSource>()>;
-  /** Told of the arena once it is made, e.g. to log the device's limit. */
-  using OnMade = std::function<void(const BfcArena& arena,
-                                    const config::GpuMemoryOptions& options)>;
-  explicit DeviceArena(MakeSource make_source, OnMade on_made = {})
-      : make_source_(std::move(make_source)), on_made_(std::move(on_made)) {}
-  void* allocate(size_t nbytes) override { return arena().allocate(nbytes); }
-  void deallocate(void* p, size_t nbytes) override {
-    made_.load(std::memory_order_acquire)->deallocate(p, nbytes);
-  }
-  /** Zeros until the first allocation: asking makes no arena. */
-  MemoryStats stats() const override;
-  void empty_cache() override;
-
- private:
-  BfcArena& arena() {
-    BfcArena* a = made_.load(std::memory_order_acquire);
-    return a ? *a : make();
-  }
-  BfcArena& make();
-
-  MakeSource make_source_;
-  OnMade on_made_;
-  std::mutex making_;
-  std::unique_ptr<BfcArena> arena_;
-  std::atomic<BfcArena*> made_{nullptr};
 };
 
 /** The bin of a chunk of `size` bytes: floor(log2(size / 256)), capped. */

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <mutex>
 
-#include "core/bfc_arena.hpp"
+#include "core/device_arena.hpp"
 #include "core/op_error.hpp"
 #include "tapeflow/config.hpp"
 #include "tapeflow/core/error.hpp"
@@ -23,9 +23,11 @@ void set_gpu_memory_options(const GpuMemoryOptions& options) {
   if (!(f > 0.0 && f <= 1.0))
     throw op_error<ValueError>(
         op, "expected per_process_gpu_memory_fraction in (0, 1], got ", f);
-  if (options.allocator_type != "BFC")
-    throw op_error<ValueError>(op, "expected allocator_type \"BFC\", got \"",
-                               options.allocator_type, "\"");
+  if (options.allocator_type != "BFC" &&
+      options.allocator_type != "cuda_malloc")
+    throw op_error<ValueError>(
+        op, "expected allocator_type \"BFC\" or \"cuda_malloc\", got \"",
+        options.allocator_type, "\"");
   std::lock_guard lock(g_mu);
   if (g_frozen)
     throw op_error<ValueError>(

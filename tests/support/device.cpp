@@ -6,7 +6,7 @@
 #include <string>
 
 #include "core/backend_loader.hpp"
-#include "core/bfc_arena.hpp"
+#include "core/device_arena.hpp"
 #include "core/registry.hpp"
 #include "ops/elementwise_ops.hpp"
 
