@@ -10,12 +10,17 @@
 // every block runs, __syncthreads and warp shuffles wait for the threads
 // they name (a barrier or shuffle that cannot complete is a fault, as is a
 // shuffle whose mask names an exited lane), device
-// memory starts as 0xff bytes, and a missing barrier shows when the threads
-// run last to first (CUDA_EMU_ORDER=reverse). What it cannot check: timing;
+// memory starts as 0xff bytes, a missing barrier shows when the threads
+// run last to first (CUDA_EMU_ORDER=reverse), and AddressSanitizer (the
+// emulator is built with it) faults an access past device memory — to the
+// byte where each tensor is its own allocation, TF_GPU_ALLOCATOR=cuda_malloc
+// — or past a thread's locals. What it cannot check: timing;
 // __launch_bounds__; memory ordering between blocks; a lost update (a thread
 // runs from one barrier to the next unbroken, so a plain `+=` where
 // atomicAdd belongs sums right); a read of shared memory no thread of the
-// block wrote; code that leans on warp lockstep without a shuffle or barrier.
+// block wrote, or one past a template kernel's shared array (g++ leaves
+// statics of templates, being COMDAT, without AddressSanitizer's redzones);
+// code that leans on warp lockstep without a shuffle or barrier.
 #include <cuda_runtime.h>
 
 #include <atomic>

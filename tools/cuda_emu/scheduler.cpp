@@ -19,6 +19,10 @@
 #include "cuda_emu.hpp"
 #include "fiber_switch.hpp"
 
+#ifdef __SANITIZE_ADDRESS__
+#include <sanitizer/common_interface_defs.h>
+#endif
+
 extern "C" cudaError_t cuda_host_stub_check_launch(const char* kernel,
                                                    dim3 grid, dim3 block,
                                                    size_t shared_bytes);
@@ -34,6 +38,7 @@ enum class Wait { running, block, warp, done };
 struct Fiber {
   void* stack_pointer = nullptr;
   void* stack = nullptr;
+  void* fake_stack = nullptr;  // AddressSanitizer's, while switched out
   uint3 index;
   Wait wait = Wait::running;
   uint64_t shuffle_bits = 0;
@@ -44,6 +49,10 @@ struct Fiber {
 
 struct Block {
   void* scheduler = nullptr;  // its stack pointer while a fiber runs
+  void* scheduler_fake_stack = nullptr;
+  // The launching host thread's stack, for AddressSanitizer.
+  const void* scheduler_stack = nullptr;
+  size_t scheduler_stack_bytes = 0;
   std::vector<Fiber> fibers;  // stacks kept from launch to launch
   Fiber* current = nullptr;
   void (*thread_body)(void*) = nullptr;
@@ -69,17 +78,60 @@ const bool g_reverse = [] {
   std::abort();
 }
 
+#ifdef __SANITIZE_ADDRESS__
+// AddressSanitizer's report of a bad access ends with the launch it was in.
+const bool g_site_reported = [] {
+  __sanitizer_set_death_callback([] {
+    if (g_block.site.file != nullptr)
+      std::fprintf(stderr,
+                   "cuda emulator: an invalid memory access (reported above) "
+                   "in the kernel launched at %s:%d\n",
+                   g_block.site.file, g_block.site.line);
+  });
+  return true;
+}();
+#endif
+
+// AddressSanitizer (tests/cuda_emu_check.sh) is told of each switch
+// between stacks: the stack about to run, and once there, the one left.
+// Elsewhere these are no-ops.
+void leaving(void** fake_stack, const void* stack, size_t bytes) {
+#ifdef __SANITIZE_ADDRESS__
+  __sanitizer_start_switch_fiber(fake_stack, stack, bytes);
+#else
+  (void)fake_stack, (void)stack, (void)bytes;
+#endif
+}
+void arrived(void* fake_stack, const void** left = nullptr,
+             size_t* left_bytes = nullptr) {
+#ifdef __SANITIZE_ADDRESS__
+  __sanitizer_finish_switch_fiber(fake_stack, left, left_bytes);
+#else
+  (void)fake_stack, (void)left, (void)left_bytes;
+#endif
+}
+
+// A fiber arrives from the scheduler, whose stack is the launching thread's.
+void arrived_from_scheduler(void* fake_stack) {
+  arrived(fake_stack, &g_block.scheduler_stack, &g_block.scheduler_stack_bytes);
+}
+
 [[noreturn]] void thread_main() {
+  arrived_from_scheduler(nullptr);
   Fiber& self = *g_block.current;
   g_block.thread_body(g_block.context);
   self.wait = Wait::done;
+  leaving(nullptr, g_block.scheduler_stack, g_block.scheduler_stack_bytes);
   fiber_switch(&self.stack_pointer, g_block.scheduler);
   __builtin_unreachable();  // a finished fiber is never resumed
 }
 
 void switch_to_scheduler() {
   Fiber& self = *g_block.current;
+  leaving(&self.fake_stack, g_block.scheduler_stack,
+          g_block.scheduler_stack_bytes);
   fiber_switch(&self.stack_pointer, g_block.scheduler);
+  arrived_from_scheduler(self.fake_stack);
   threadIdx = self.index;
 }
 
@@ -103,7 +155,9 @@ void start(Fiber& fiber, uint3 index) {
 void resume(Fiber& fiber) {
   g_block.current = &fiber;
   threadIdx = fiber.index;
+  leaving(&g_block.scheduler_fake_stack, fiber.stack, kStackBytes);
   fiber_switch(&g_block.scheduler, fiber.stack_pointer);
+  arrived(g_block.scheduler_fake_stack);
 }
 
 // Lanes of warp w: threads [32 w, 32 w + 32) in linear order, as on a GPU.
@@ -231,6 +285,7 @@ void run_grid(Site site, dim3 grid, dim3 block, size_t shared_bytes,
         blockIdx = uint3{x, y, z};
         run_block(block);
       }
+  g_block.site = {};
 }
 
 void block_barrier() {

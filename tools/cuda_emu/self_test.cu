@@ -15,8 +15,15 @@
 #include <cstdlib>
 #include <cstring>
 #include <cub/block/block_reduce.cuh>
+#include <memory>
 #include <string>
 #include <vector>
+
+// The emulator is built with AddressSanitizer: a bad access aborts, as the
+// other faults do, and the case below sees SIGABRT.
+extern "C" const char* __asan_default_options() {
+  return "abort_on_error=1";
+}
 
 namespace {
 
@@ -78,19 +85,41 @@ __global__ void traps() {
 
 __global__ void nothing() {}
 
+__global__ void write_at(int* out, int index) {
+  out[index] = 1;
+}
+
+__global__ void local_at(int* out, int index) {
+  int local[4] = {};
+  local[index] = 1;
+  out[threadIdx.x] = local[threadIdx.x % 4];
+}
+
+struct DeviceFree {
+  void operator()(void* p) const { cudaFree(p); }
+};
 template <class T>
-T* device_copy(const std::vector<T>& host) {
+using DeviceArray = std::unique_ptr<T[], DeviceFree>;
+
+template <class T>
+DeviceArray<T> device_array(size_t n) {
   void* p = nullptr;
-  REQUIRE(cudaMalloc(&p, host.size() * sizeof(T)) == cudaSuccess);
-  REQUIRE(cudaMemcpyAsync(p, host.data(), host.size() * sizeof(T),
-                          cudaMemcpyHostToDevice, nullptr) == cudaSuccess);
-  return static_cast<T*>(p);
+  REQUIRE(cudaMalloc(&p, n * sizeof(T)) == cudaSuccess);
+  return DeviceArray<T>(static_cast<T*>(p));
 }
 
 template <class T>
-std::vector<T> host_copy(const T* device, size_t n) {
+DeviceArray<T> device_copy(const std::vector<T>& host) {
+  DeviceArray<T> device = device_array<T>(host.size());
+  REQUIRE(cudaMemcpyAsync(device.get(), host.data(), host.size() * sizeof(T),
+                          cudaMemcpyHostToDevice, nullptr) == cudaSuccess);
+  return device;
+}
+
+template <class T>
+std::vector<T> host_copy(const DeviceArray<T>& device, size_t n) {
   std::vector<T> host(n);
-  REQUIRE(cudaMemcpyAsync(host.data(), device, n * sizeof(T),
+  REQUIRE(cudaMemcpyAsync(host.data(), device.get(), n * sizeof(T),
                           cudaMemcpyDeviceToHost, nullptr) == cudaSuccess);
   return host;
 }
@@ -131,9 +160,9 @@ std::pair<int, std::string> in_child(Launch launch) {
 TEST_CASE("a block reduction through shared memory and barriers") {
   std::vector<int> in(3 * kThreads);
   for (size_t i = 0; i < in.size(); ++i) in[i] = int(i);
-  int* d_in = device_copy(in);
-  int* d_out = device_copy(std::vector<int>(3));
-  tree_sum<<<3, kThreads, 0, nullptr>>>(d_in, d_out);
+  const auto d_in = device_copy(in);
+  const auto d_out = device_copy(std::vector<int>(3));
+  tree_sum<<<3, kThreads, 0, nullptr>>>(d_in.get(), d_out.get());
   CHECK(cudaGetLastError() == cudaSuccess);
   // Block b sums 128 b .. 128 b + 127.
   CHECK(host_copy(d_out, 3) == std::vector<int>{8128, 24512, 40896});
@@ -142,11 +171,11 @@ TEST_CASE("a block reduction through shared memory and barriers") {
 TEST_CASE("warp shuffles within segments of their width") {
   std::vector<int> in(64);
   for (int i = 0; i < 64; ++i) in[i] = i;
-  int* d_in = device_copy(in);
-  int* d_out = device_copy(std::vector<int>(64));
+  const auto d_in = device_copy(in);
+  const auto d_out = device_copy(std::vector<int>(64));
   for (int width : {32, 8}) {
     CAPTURE(width);
-    shuffle_sums<<<1, 64, 0, nullptr>>>(d_in, d_out, width);
+    shuffle_sums<<<1, 64, 0, nullptr>>>(d_in.get(), d_out.get(), width);
     const auto out = host_copy(d_out, 64);
     // The first lane of each segment holds the segment's sum.
     for (int first = 0; first < 64; first += width) {
@@ -160,17 +189,17 @@ TEST_CASE("warp shuffles within segments of their width") {
 TEST_CASE("CUB's BlockReduce leaves the result in thread 0") {
   std::vector<double> in(kThreads);
   for (int i = 0; i < kThreads; ++i) in[i] = std::sin(i);
-  double* d_in = device_copy(in);
-  double* d_out = device_copy(std::vector<double>(1));
-  block_reduce_max<<<1, kThreads, 0, nullptr>>>(d_in, d_out);
+  const auto d_in = device_copy(in);
+  const auto d_out = device_copy(std::vector<double>(1));
+  block_reduce_max<<<1, kThreads, 0, nullptr>>>(d_in.get(), d_out.get());
   double expect = in[0];
   for (double v : in) expect = v > expect ? v : expect;
   CHECK(host_copy(d_out, 1)[0] == expect);
 }
 
 TEST_CASE("a missing barrier reads a stale value in one of the two orders") {
-  int* d_out = device_copy(std::vector<int>(kThreads, -1));
-  unsynchronized_neighbour<<<1, kThreads, 0, nullptr>>>(d_out);
+  const auto d_out = device_copy(std::vector<int>(kThreads, -1));
+  unsynchronized_neighbour<<<1, kThreads, 0, nullptr>>>(d_out.get());
   const auto out = host_copy(d_out, kThreads);
   // Forward: thread 0 reads slot 1 before thread 1 writes it (a 0xff fill
   // or a previous block's value); reverse: after.
@@ -178,10 +207,7 @@ TEST_CASE("a missing barrier reads a stale value in one of the two orders") {
 }
 
 TEST_CASE("device memory starts as 0xff bytes; launches a GPU refuses fail") {
-  float* d = nullptr;
-  REQUIRE(cudaMalloc(reinterpret_cast<void**>(&d), 4 * sizeof(float)) ==
-          cudaSuccess);
-  CHECK(std::isnan(host_copy(d, 4)[3]));
+  CHECK(std::isnan(host_copy(device_array<float>(4), 4)[3]));
   nothing<<<1, 2048, 0, nullptr>>>();
   CHECK(cudaGetLastError() == cudaErrorInvalidConfiguration);
   nothing<<<dim3(1, 70000), 32, 0, nullptr>>>();
@@ -191,19 +217,36 @@ TEST_CASE("device memory starts as 0xff bytes; launches a GPU refuses fail") {
 }
 
 TEST_CASE("what a GPU hangs on or leaves undefined aborts, naming the launch") {
-  int* d_out = device_copy(std::vector<int>(32));
-  const auto deadlock =
-      in_child([&] { shuffle_against_barrier<<<1, 32, 0, nullptr>>>(d_out); });
+  const auto d_out = device_copy(std::vector<int>(32));
+  const auto deadlock = in_child(
+      [&] { shuffle_against_barrier<<<1, 32, 0, nullptr>>>(d_out.get()); });
   CHECK(deadlock.first == SIGABRT);
   CHECK(deadlock.second.find("a barrier or shuffle that a thread it waits "
                              "for never reaches") != std::string::npos);
   CHECK(deadlock.second.find("self_test.cu:") != std::string::npos);
   const auto shuffle =
-      in_child([&] { shuffle_half_warp<<<1, 32, 0, nullptr>>>(d_out); });
+      in_child([&] { shuffle_half_warp<<<1, 32, 0, nullptr>>>(d_out.get()); });
   CHECK(shuffle.first == SIGABRT);
   CHECK(shuffle.second.find("names a lane that has exited") !=
         std::string::npos);
   const auto trap = in_child([] { traps<<<1, 8, 0, nullptr>>>(); });
   CHECK(trap.first == SIGABRT);
   CHECK(trap.second.find("__trap()") != std::string::npos);
+  // Device memory is allocated to the byte: one int past 32 is out.
+  write_at<<<1, 1, 0, nullptr>>>(d_out.get(), 31);
+  const auto past =
+      in_child([&] { write_at<<<1, 1, 0, nullptr>>>(d_out.get(), 32); });
+  CHECK(past.first == SIGABRT);
+  CHECK(past.second.find("heap-buffer-overflow") != std::string::npos);
+  CHECK(past.second.find("cuda emulator: an invalid memory access (reported "
+                         "above) in the kernel launched at") !=
+        std::string::npos);
+  CHECK(past.second.find("self_test.cu:") != std::string::npos);
+  // And a thread's locals, on its fiber's stack.
+  local_at<<<1, 32, 0, nullptr>>>(d_out.get(), 3);
+  const auto local =
+      in_child([&] { local_at<<<1, 32, 0, nullptr>>>(d_out.get(), 4); });
+  CHECK(local.first == SIGABRT);
+  CHECK(local.second.find("stack-buffer-overflow") != std::string::npos);
+  CHECK(local.second.find("in the kernel launched at") != std::string::npos);
 }

@@ -34,11 +34,13 @@ constexpr const char* kDeviceName = "host stub (no kernel runs)";
 // read as clear. Device memory is too where no kernel runs; where kernels
 // run, it starts as 0xff bytes (NaN in float), as no GPU zeroes it, so that
 // a kernel that reads what nothing wrote fails its tests.
+// A block of exactly `bytes`, so that AddressSanitizer (the emulator's
+// tests) faults an access one byte past it.
 void* host_block(size_t bytes, int fill = 0) {
-  const size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
-  void* block =
-      std::aligned_alloc(kAlignment, rounded == 0 ? kAlignment : rounded);
-  if (block) std::memset(block, fill, rounded);
+  void* block = nullptr;
+  if (posix_memalign(&block, kAlignment, bytes == 0 ? 1 : bytes) != 0)
+    return nullptr;
+  std::memset(block, fill, bytes);
   return block;
 }
 
