@@ -32,9 +32,15 @@ class CudaSegments final : public SegmentSource {
     }
     return p;
   }
+  /** Frees run in destructors: nothing here throws, and the thread's
+   * current device is left as it was. */
   void release(void* p, size_t) override {
-    activate(device_);
+    int current = -1;
+    const bool switched = cudaGetDevice(&current) == cudaSuccess &&
+                          current != device_ &&
+                          cudaSetDevice(device_) == cudaSuccess;
     cudaFree(p);
+    if (switched) cudaSetDevice(current);
   }
   size_t total_bytes() const override { return mem_info().second; }
   size_t free_bytes() const override { return mem_info().first; }

@@ -38,15 +38,20 @@ export TAPEFLOW_LOG_PLACEMENT=1
 # The emulated kernels are built with AddressSanitizer, whose runtime loads
 # ahead of everything in the suites' processes; the leaks it would list are
 # tapeflow's process-long singletons.
-asan=$(ldd "$backend" | awk '/libasan/ { print $3 }')
-export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:allocator_may_return_null=1
+asan=$(ldd "$backend" | awk '/libasan/ && $3 ~ /^\// { print $3 }')
+if [[ -z $asan ]]; then
+  echo "FAIL: $backend links no AddressSanitizer runtime that ldd finds"
+  exit 1
+fi
+# A caller's options come last, and so win.
+export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:allocator_may_return_null=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}
 failed=0 loaded=0
 for suite in "$@"; do
   name=$(basename "$suite")
   log=$dir/$name.log
   start=$SECONDS
   timeout -k 10 "${CUDA_EMU_SUITE_TIMEOUT:-240}" \
-    env ${asan:+LD_PRELOAD=$asan} "$suite" >"$log" 2>&1
+    env "LD_PRELOAD=$asan" "$suite" >"$log" 2>&1
   status=$?
   problems=$(grep -E "cuda emulator: |ERROR: AddressSanitizer|refused launch|expected a kernel for cuda|, soft placement\)|but there is no GPU" "$log" |
     sort -u | head -5)

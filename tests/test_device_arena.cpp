@@ -2,9 +2,12 @@
 // (src/core/device_arena.hpp), and the cuda_malloc allocator that caches
 // nothing (src/core/uncached_allocator.hpp), on a fake device. White-box.
 #include <doctest/doctest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "core/device_arena.hpp"
@@ -35,13 +38,32 @@ uintptr_t at(void* p) {
   return reinterpret_cast<uintptr_t>(p);
 }
 
-/** Sets an environment variable for one scope. */
+/** Sets (or, given nullptr, unsets) an environment variable for one scope. */
 struct ScopedEnv {
   const char* name;
+  std::optional<std::string> before;
   ScopedEnv(const char* name, const char* value) : name(name) {
-    setenv(name, value, 1);
+    if (const char* v = std::getenv(name)) before = v;
+    value ? setenv(name, value, 1) : unsetenv(name);
   }
-  ~ScopedEnv() { unsetenv(name); }
+  ~ScopedEnv() { before ? setenv(name, before->c_str(), 1) : unsetenv(name); }
+};
+
+/** A DeviceArena over a FakeSource; `device` once the source is made. */
+struct Made {
+  FakeSource* device = nullptr;
+  std::string allocator_type;
+  tpf::DeviceArena memory;
+  Made()
+      : memory([this] { return source(); },
+               [this](const tpf::DeviceMemoryPolicy& policy) {
+                 allocator_type = policy.options.allocator_type;
+               }) {}
+  std::unique_ptr<FakeSource> source() {
+    auto s = std::make_unique<FakeSource>(80 * GiB, 80 * GiB);
+    device = s.get();
+    return s;
+  }
 };
 
 }  // namespace
@@ -81,7 +103,12 @@ TEST_CASE("cuda_malloc's limit holds on the bytes in use") {
       "device free 79.99 GiB; allocator cuda_malloc, which caches nothing");
   CHECK(a->stats().num_ooms == 1);
   CHECK(a.source->live.size() == 1);
+  void* four = a->allocate(4 * MiB);  // to the byte of the limit
+  CHECK(a->stats().allocated_bytes == 10 * MiB);
+  expect_error<tpf::ResourceExhaustedError>([&] { a->allocate(1); },
+                                            "[allocate] expected 1 B more");
   a->deallocate(six, 6 * MiB);
+  a->deallocate(four, 4 * MiB);
   a->deallocate(a->allocate(6 * MiB), 6 * MiB);
   CHECK(a.source->live.empty());
 }
@@ -110,9 +137,32 @@ TEST_CASE("what a device still holds goes back with its allocator") {
   CHECK(device->free_bytes() == 80 * GiB);
 }
 
+// allocator_type "cuda_malloc" alone chooses it. In a child process: the
+// options freeze at the first DeviceArena's allocation, and the cases below
+// need the defaults.
+TEST_CASE("allocator_type \"cuda_malloc\" makes a DeviceArena cache nothing") {
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    const ScopedEnv env("TF_GPU_ALLOCATOR", nullptr);
+    tpf::config::set_gpu_memory_options({.allocator_type = "cuda_malloc"});
+    Made made;
+    void* p = made.memory.allocate(3);
+    const bool uncached = made.allocator_type == "cuda_malloc" &&
+                          made.device->live.at(at(p)) == 3;
+    made.memory.deallocate(p, 3);
+    _exit(uncached && made.device->live.empty() ? 0 : 1);
+  }
+  int status = 0;
+  REQUIRE(waitpid(child, &status, 0) == child);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+}
+
 // The cases below make DeviceArenas, which freeze the process's options at
 // the defaults: TF_GPU_ALLOCATOR is what chooses.
 TEST_CASE("a DeviceArena is made at its first allocation and says so once") {
+  const ScopedEnv env("TF_GPU_ALLOCATOR", nullptr);
   int told = 0;
   tpf::DeviceMemoryPolicy told_policy;
   tpf::DeviceArena memory(
@@ -137,36 +187,30 @@ TEST_CASE("a DeviceArena is made at its first allocation and says so once") {
 TEST_CASE("TF_GPU_ALLOCATOR=cuda_malloc makes a DeviceArena cache nothing") {
   const ScopedEnv env("TF_GPU_ALLOCATOR", "cuda_malloc");
   CHECK(tpf::resolve_allocator_type("BFC") == "cuda_malloc");
-  FakeSource* device = nullptr;
-  std::string told;
-  tpf::DeviceArena memory(
-      [&] {
-        auto s = std::make_unique<FakeSource>(80 * GiB, 80 * GiB);
-        device = s.get();
-        return s;
-      },
-      [&](const tpf::DeviceMemoryPolicy& policy) {
-        told = policy.options.allocator_type;
-      });
-  void* p = memory.allocate(3);
-  CHECK(told == "cuda_malloc");
-  REQUIRE(device != nullptr);
-  CHECK(device->live.at(at(p)) == 3);
-  memory.deallocate(p, 3);
-  CHECK(device->live.empty());
-  CHECK(memory.stats().reserved_bytes == 0);
+  Made made;
+  void* p = made.memory.allocate(3);
+  CHECK(made.allocator_type == "cuda_malloc");
+  REQUIRE(made.device != nullptr);
+  CHECK(made.device->live.at(at(p)) == 3);
+  made.memory.deallocate(p, 3);
+  CHECK(made.device->live.empty());
+  CHECK(made.memory.stats().reserved_bytes == 0);
 }
 
 TEST_CASE("any other TF_GPU_ALLOCATOR is a ValueError") {
-  CHECK(tpf::resolve_allocator_type("BFC") == "BFC");  // unset
+  {
+    const ScopedEnv unset("TF_GPU_ALLOCATOR", nullptr);
+    CHECK(tpf::resolve_allocator_type("BFC") == "BFC");
+    const ScopedEnv empty("TF_GPU_ALLOCATOR", "");
+    CHECK(tpf::resolve_allocator_type("cuda_malloc") == "cuda_malloc");
+  }
   const ScopedEnv env("TF_GPU_ALLOCATOR", "cuda_malloc_async");
   const std::string expected =
       "[allocate] expected TF_GPU_ALLOCATOR \"cuda_malloc\" or unset, got "
       "\"cuda_malloc_async\"";
   expect_error<tpf::ValueError>([] { tpf::resolve_allocator_type("BFC"); },
                                 expected);
-  tpf::DeviceArena memory(
-      [] { return std::make_unique<FakeSource>(80 * GiB, 80 * GiB); });
-  expect_error<tpf::ValueError>([&] { memory.allocate(1); }, expected);
-  CHECK(memory.stats().num_allocs == 0);
+  Made made;
+  expect_error<tpf::ValueError>([&] { made.memory.allocate(1); }, expected);
+  CHECK(made.device == nullptr);  // refused before the device was asked
 }

@@ -472,7 +472,7 @@ run() {
     done
     # The convolutions' kernels (every path of choose_conv_algo) through
     # test_conv's OpCase tables on the GPU.
-    step "memcheck test_conv" 150 sanitizer.txt "${memcheck[@]:0:${#benv[@]}}" \
+    step "memcheck test_conv" 150 sanitizer.txt "${benv[@]}" \
       TAPEFLOW_TEST_DEVICE=cuda TAPEFLOW_TEST_STRICT_DEVICE=1 \
       "${memcheck[@]:${#benv[@]}}" "$bin/test_conv" &&
       counted "memcheck test_conv" sanitizer.txt

@@ -31,7 +31,7 @@ std::string resolve_allocator_type(const std::string& option);
 /** What a device's allocator resolved to, for the placement log's line. */
 struct DeviceMemoryPolicy {
   size_t limit_bytes = 0;
-  bool allow_growth = true;
+  bool allow_growth = true;  // always, for cuda_malloc: a segment per tensor
   config::GpuMemoryOptions options;  // allocator_type as resolved
 };
 

@@ -46,18 +46,27 @@ void* UncachedAllocator::allocate(size_t nbytes) {
 }
 
 void UncachedAllocator::deallocate(void* p, size_t) {
-  std::lock_guard lock(mu_);
-  const auto it = live_.find(p);
-  if (it == live_.end()) {
-    // Only a bug in tapeflow can get here (Storage owns every pointer).
-    std::fprintf(stderr, "UncachedAllocator: free of unknown pointer %p\n", p);
-    std::abort();
+  size_t bytes = 0;
+  {
+    std::lock_guard lock(mu_);
+    const auto it = live_.find(p);
+    if (it == live_.end()) {
+      // Only a bug in tapeflow can get here (Storage owns every pointer).
+      std::fprintf(stderr, "UncachedAllocator: free of unknown pointer %p\n",
+                   p);
+      std::abort();
+    }
+    bytes = it->second;
+    stats_.allocated_bytes -= bytes;
+    stats_.reserved_bytes = stats_.allocated_bytes;
+    live_.erase(it);
   }
-  // cudaFree waits for the kernels queued before it, which may still read p.
-  source_->release(p, it->second);
-  stats_.allocated_bytes -= it->second;
-  stats_.reserved_bytes = stats_.allocated_bytes;
-  live_.erase(it);
+  // Outside the lock: cudaFree waits for the whole device (the CUDA
+  // Programming Guide, stream-ordered allocator: cudaMalloc and cudaFree
+  // synchronize across all streams), so kernels queued before it that still
+  // read p are done when it returns, and allocations on other threads need
+  // not wait with it.
+  source_->release(p, bytes);
 }
 
 MemoryStats UncachedAllocator::stats() const {

@@ -64,6 +64,9 @@ struct Block {
 // statics are shared memory, and a GPU stream runs in order anyway.
 std::mutex g_launch_mutex;
 Block g_block;
+// Whether this host thread is running a launch (its fibers share the
+// thread's thread_locals).
+thread_local bool t_running_grid = false;
 // CUDA_EMU_ORDER=reverse runs a block's threads last to first between
 // barriers: where a kernel misses a barrier, one of the two orders reads a
 // value before it is written.
@@ -79,10 +82,11 @@ const bool g_reverse = [] {
 }
 
 #ifdef __SANITIZE_ADDRESS__
-// AddressSanitizer's report of a bad access ends with the launch it was in.
+// AddressSanitizer's report of a bad access ends with the launch it was in,
+// where the access was a kernel's: on the thread running the launch.
 const bool g_site_reported = [] {
   __sanitizer_set_death_callback([] {
-    if (g_block.site.file != nullptr)
+    if (t_running_grid)
       std::fprintf(stderr,
                    "cuda emulator: an invalid memory access (reported above) "
                    "in the kernel launched at %s:%d\n",
@@ -275,6 +279,7 @@ void run_grid(Site site, dim3 grid, dim3 block, size_t shared_bytes,
   const std::lock_guard<std::mutex> lock(g_launch_mutex);
   g_sites.emplace(site.file, site.line);
   g_block.site = site;
+  t_running_grid = true;
   g_block.thread_body = thread_body;
   g_block.context = context;
   gridDim = grid;
@@ -285,7 +290,7 @@ void run_grid(Site site, dim3 grid, dim3 block, size_t shared_bytes,
         blockIdx = uint3{x, y, z};
         run_block(block);
       }
-  g_block.site = {};
+  t_running_grid = false;
 }
 
 void block_barrier() {
