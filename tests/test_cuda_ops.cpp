@@ -233,6 +233,29 @@ TEST_CASE("one_hot on the GPU writes off_value rows for out-of-range indices" *
   }
 }
 
+TEST_CASE("concat and stack of bool tensors, on the GPU as on the CPU" *
+          doctest::skip(!has_gpu())) {
+  // Copies move elements by their size: one byte here, which the OpCase
+  // tables' float and integer tensors never take. A transposed input too.
+  const auto a =
+      tpf::greater(uniform64({3, 5}), tpf::scalar(0.0, tpf::float64));
+  const auto b =
+      tpf::greater(uniform64({5, 3}), tpf::scalar(0.2, tpf::float64));
+  const auto joined = [&](tpf::Device d) {
+    const auto ad = a.to(d), bt = tpf::transpose(b.to(d));
+    return std::vector<tpf::Tensor>{tpf::concat({ad, bt}, 0).cpu(),
+                                    tpf::concat({ad, bt}, 1).cpu(),
+                                    tpf::stack({ad, bt}, 2).cpu()};
+  };
+  const auto on_cpu = joined(tpf::Device::cpu()), on_gpu = joined(gpu);
+  for (size_t i = 0; i < on_cpu.size(); ++i) {
+    CAPTURE(i);
+    CHECK(on_gpu[i].dtype() == tpf::bool_);
+    CHECK(on_gpu[i].shape() == on_cpu[i].shape());
+    CHECK(on_gpu[i].to_vector<bool>() == on_cpu[i].to_vector<bool>());
+  }
+}
+
 TEST_CASE(
     "gather with an empty output runs no kernel, on the GPU as on the CPU" *
     doctest::skip(!has_gpu())) {

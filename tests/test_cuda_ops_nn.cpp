@@ -1,8 +1,9 @@
 // The neural-network CUDA kernels beyond the strict OpCase pass, against the
 // CPU: a convolution too tall for one grid along y, filter gradients in
 // split-K slices, the fused cross entropy's rows wider than a block and its
-// extreme rows, the fused LSTM cell under a layer, and fractional max
-// pooling's second order. Part of test_cuda_ops.
+// extreme rows, batch norm's channels split over blocks, the fused LSTM cell
+// under a layer, and fractional max pooling's second order. Part of
+// test_cuda_ops.
 #include <limits>
 #include <string>
 #include <vector>
@@ -133,6 +134,46 @@ TEST_CASE(
       CAPTURE(c);
       check_xent_on_gpu(cases[c].first.cast(dtype), cases[c].second,
                         dtype == tpf::float32 ? 1e-5 : 1e-12);
+    }
+  }
+}
+
+TEST_CASE(
+    "batch norm's channels split over several blocks each, on the GPU as on "
+    "the CPU" *
+    doctest::skip(!has_gpu())) {
+  // A channel of at least 2 x 8 x 256 elements is reduced by several blocks
+  // whose partial moments (and gradient sums) are then merged by Chan's
+  // rule (core/batch_norm_math.hpp's plan_channel_split): 2 x 64 x 64
+  // elements make 4 chunks, 3 x 50 x 50 make 3. The OpCase tables' channels
+  // fit one block. Data centred at 100, where a merge of sums and squares
+  // would lose digits.
+  for (const tpf::Shape& shape :
+       {tpf::Shape{2, 3, 64, 64}, tpf::Shape{3, 2, 50, 50}}) {
+    for (const tpf::DType dtype : {tpf::float64, tpf::float32}) {
+      CAPTURE(shape);
+      CAPTURE(dtype);
+      const auto x = uniform64(shape, 99.0, 101.0).cast(dtype);
+      const auto scale = uniform64({shape[1]}, 0.5, 1.5).cast(dtype);
+      const auto offset = uniform64({shape[1]}).cast(dtype);
+      const auto dy = uniform64(shape).cast(dtype);
+      const auto passes = [&](tpf::Device d) {
+        const auto xd = x.to(d), sd = scale.to(d), od = offset.to(d);
+        tpf::GradientTape tape;
+        for (const auto& t : {xd, sd, od}) tape.watch(t);
+        const auto r = nn::fused_batch_norm(xd, sd, od);
+        auto out = tape.gradient(r.y, {xd, sd, od}, {dy.to(d)});
+        for (const auto& t : {r.y, r.batch_mean, r.batch_var}) out.push_back(t);
+        for (auto& t : out) t = t.cpu();
+        return out;
+      };
+      const auto on_cpu = passes(tpf::Device::cpu());
+      const auto on_gpu = passes(gpu);
+      const double tol = dtype == tpf::float32 ? 1e-4 : 1e-9;
+      for (size_t i = 0; i < on_cpu.size(); ++i) {
+        CAPTURE(i);
+        CHECK_CLOSE(on_gpu[i], on_cpu[i], tol, tol);
+      }
     }
   }
 }
