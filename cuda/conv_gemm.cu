@@ -16,6 +16,7 @@
 #include "core/conv_gemm_plan.hpp"
 #include "core/creation_internal.hpp"
 #include "core/dtype_dispatch.hpp"
+#include "cublas_compute.hpp"
 #include "grid.cuh"
 #include "ops/nn/conv_ops.hpp"
 #include "tapeflow/config.hpp"
@@ -58,19 +59,6 @@ __global__ void gather_dy_kernel(GroupOutput m, ColumnSplit split,
       gather_dy_entry(m, split, dy, gathered + o * int64_t{cols}, o, j);
 }
 
-cublasComputeType_t compute_type(bool f64) {
-  if (f64) return CUBLAS_COMPUTE_64F;
-  switch (config::float32_matmul_precision()) {
-    case config::Float32Precision::high:
-      return CUBLAS_COMPUTE_32F_FAST_TF32;
-    case config::Float32Precision::medium:
-      return CUBLAS_COMPUTE_32F_FAST_16BF;
-    case config::Float32Precision::highest:
-      break;
-  }
-  return CUBLAS_COMPUTE_32F;
-}
-
 /** The device pointers of the buffers a call list names. */
 template <class T>
 struct Buffers {
@@ -89,7 +77,8 @@ void issue(cublasHandle_t handle, const BlasGemm& call,
            const Buffers<T>& buffers) {
   constexpr bool f64 = std::is_same_v<T, double>;
   constexpr cudaDataType type = f64 ? CUDA_R_64F : CUDA_R_32F;
-  const cublasComputeType_t compute = compute_type(f64);
+  const cublasComputeType_t compute =
+      cublas_compute_type(f64 ? float64 : float32);
   const T alpha = 1, beta = call.accumulate ? 1 : 0;
   const auto op = [](const BlasOperand& o) {
     return o.transposed ? CUBLAS_OP_T : CUBLAS_OP_N;

@@ -5,7 +5,7 @@
 #include "check.hpp"
 #include "context.hpp"
 #include "core/creation_internal.hpp"
-#include "core/gemm_compute.hpp"
+#include "cublas_compute.hpp"
 #include "ops/linalg_ops.hpp"
 #include "tapeflow/ops/shape.hpp"
 
@@ -52,20 +52,6 @@ Operand operand(const Tensor& input, const Shape& batch) {
           batch_stride};
 }
 
-cublasComputeType_t cublas_compute_type(GemmCompute compute) {
-  switch (compute) {
-    case GemmCompute::f32_fast_tf32:
-      return CUBLAS_COMPUTE_32F_FAST_TF32;
-    case GemmCompute::f32_fast_bf16:
-      return CUBLAS_COMPUTE_32F_FAST_16BF;
-    case GemmCompute::f64:
-      return CUBLAS_COMPUTE_64F;
-    case GemmCompute::f32:
-      break;
-  }
-  return CUBLAS_COMPUTE_32F;
-}
-
 void matmul(const MatMul&, Inputs in, const Outputs& outs) {
   Tensor& out = outs[0];
   if (out.numel() == 0) return;
@@ -91,12 +77,10 @@ void matmul(const MatMul&, Inputs in, const Outputs& outs) {
   const double one_d = 1.0, zero_d = 0.0;
   const void* one = f64 ? static_cast<const void*>(&one_d) : &one_f;
   const void* zero = f64 ? static_cast<const void*>(&zero_d) : &zero_f;
-  const GemmCompute compute =
-      gemm_compute(out.dtype(), config::float32_matmul_precision());
   TAPEFLOW_CUDA_CHECK(cublasGemmStridedBatchedEx(
       handle, b.op, a.op, N, M, K, one, b.t.raw_data(), type, b.ld,
       b.batch_stride, a.t.raw_data(), type, a.ld, a.batch_stride, zero,
-      out.raw_data(), type, N, M * N, batches, cublas_compute_type(compute),
+      out.raw_data(), type, N, M * N, batches, cublas_compute_type(out.dtype()),
       CUBLAS_GEMM_DEFAULT));
 }
 

@@ -1,6 +1,6 @@
 // What the OpCase tables cannot express about the CUDA backend: its caching
-// allocator and memory statistics, the placement log, the float32 matmul
-// precision policy, copies through pinned staging and between GPUs,
+// allocator and memory statistics, the placement log, the float32 matmul and
+// convolution precision policy, copies through pinned staging and between GPUs,
 // synchronization, deferred data errors, the placement log's GPU line and
 // CUDA_VISIBLE_DEVICES. Its kernels against the CPU (forward, strided, float32
 // and gradients) are every table's device pass (tests/support/check.cpp), which
@@ -17,8 +17,10 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <regex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "support/check.hpp"
@@ -218,17 +220,19 @@ TEST_CASE("random streams on the GPU are the CPU's" *
 
 namespace {
 
-/** matmul(a, b) on the GPU under `precision`, back on the host. */
-std::vector<float> product(const tpf::Tensor& a, const tpf::Tensor& b,
-                           const char* precision) {
+/** product() on the GPU under `precision`, back on the host. */
+std::vector<float> under(const char* precision,
+                         const std::function<tpf::Tensor()>& product) {
   tpf::config::set_float32_matmul_precision(precision);
-  return tpf::matmul(a, b).cpu().to_vector<float>();
+  return product().cpu().to_vector<float>();
 }
 
 }  // namespace
 
-TEST_CASE("float32 matmul precision selects TF32 or bfloat16 on the GPU" *
-          doctest::skip(!has_gpu())) {
+TEST_CASE(
+    "float32 matmul and convolution precision selects TF32 or bfloat16 on the "
+    "GPU" *
+    doctest::skip(!has_gpu())) {
   const char* override_tf32 = std::getenv("NVIDIA_TF32_OVERRIDE");
   if (override_tf32 && std::string(override_tf32) == "0") {
     MESSAGE("NVIDIA_TF32_OVERRIDE=0 keeps cuBLAS at float32: not checked");
@@ -236,22 +240,33 @@ TEST_CASE("float32 matmul precision selects TF32 or bfloat16 on the GPU" *
   }
   // Positive terms: each sum's relative error is at most its products'
   // (2^-11 for TF32, 2^-8 for bfloat16), so 1e-2 holds for every element.
-  const auto a = tpf::random_uniform({256, 256}, 0.0, 1.0, tpf::float32, gpu);
-  const auto b = tpf::random_uniform({256, 256}, 0.0, 1.0, tpf::float32, gpu);
+  // The convolution has 32 output channels: im2col and a cuBLAS GEMM.
+  const auto uniform = [](const tpf::Shape& shape) {
+    return tpf::random_uniform(shape, 0.0, 1.0, tpf::float32, gpu);
+  };
+  const auto a = uniform({256, 256}), b = uniform({256, 256});
+  const auto x = uniform({4, 16, 12, 12}), w = uniform({32, 16, 5, 5});
+  const std::vector<std::pair<std::string, std::function<tpf::Tensor()>>>
+      products{{"matmul", [&] { return tpf::matmul(a, b); }},
+               {"conv2d",
+                [&] { return tpf::nn::conv2d(x, w, {.padding = "SAME"}); }}};
   const tpf::config::Float32Precision before =
       tpf::config::float32_matmul_precision();
-  const std::vector<float> exact = product(a, b, "highest");
-  for (const char* precision : {"high", "medium"}) {
-    CAPTURE(precision);
-    const std::vector<float> fast = product(a, b, precision);
-    double largest_difference = 0, largest_relative = 0;
-    for (size_t i = 0; i < exact.size(); ++i) {
-      const double d = std::abs(double(fast[i]) - double(exact[i]));
-      largest_difference = std::max(largest_difference, d);
-      largest_relative = std::max(largest_relative, d / std::abs(exact[i]));
+  for (const auto& [name, product] : products) {
+    const std::vector<float> exact = under("highest", product);
+    for (const char* precision : {"high", "medium"}) {
+      CAPTURE(name);
+      CAPTURE(precision);
+      const std::vector<float> fast = under(precision, product);
+      double largest_difference = 0, largest_relative = 0;
+      for (size_t i = 0; i < exact.size(); ++i) {
+        const double d = std::abs(double(fast[i]) - double(exact[i]));
+        largest_difference = std::max(largest_difference, d);
+        largest_relative = std::max(largest_relative, d / std::abs(exact[i]));
+      }
+      CHECK(largest_difference > 1e-6);  // the mode took effect
+      CHECK(largest_relative < 1e-2);
     }
-    CHECK(largest_difference > 1e-6);  // the mode took effect
-    CHECK(largest_relative < 1e-2);
   }
   // float64 products ignore the setting.
   const auto a64 = a.cast(tpf::float64), b64 = b.cast(tpf::float64);
