@@ -7,10 +7,13 @@
 # - one of its checks fails (a kernel's wrong value, a wrong error),
 # - the emulator reports a kernel's fault ("cuda emulator:": a barrier or
 #   shuffle not every thread reaches, a __trap, an access AddressSanitizer
-#   faults) or refuses a launch as a GPU would ("refused launch"),
+#   faults, a data race) or refuses a launch as a GPU would ("refused
+#   launch"),
 # - an op runs on the CPU instead ("soft placement", "expected a kernel for"),
 # - the emulator is not what ran ("no GPU"; no suite's placement log names
-#   the emulated device), or the suite crashes or runs past its time.
+#   the emulated device), or its check did not (the AddressSanitizer
+#   runtime, or the race check's count of launches), or the suite crashes or
+#   runs past its time.
 #
 #   tests/cuda_emu_check.sh EMULATED_BACKEND LIBTAPEFLOW SUITE_BINARY...
 #
@@ -36,12 +39,13 @@ export LD_LIBRARY_PATH=$dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export TAPEFLOW_TEST_DEVICE=cuda TAPEFLOW_TEST_STRICT_DEVICE=1
 export TAPEFLOW_LOG_PLACEMENT=1
 # The emulated kernels are built with AddressSanitizer, whose runtime loads
-# ahead of everything in the suites' processes; the leaks it would list are
-# tapeflow's process-long singletons.
+# ahead of everything in the suites' processes (the leaks it would list are
+# tapeflow's process-long singletons), or race-checked
+# (tools/cuda_emu/racecheck), which prints its count of launches at exit.
 asan=$(ldd "$backend" | awk '/libasan/ && $3 ~ /^\// { print $3 }')
-if [[ -z $asan ]]; then
-  echo "FAIL: $backend links no AddressSanitizer runtime that ldd finds"
-  exit 1
+preload=() checked=0
+if [[ -n $asan ]]; then
+  preload=("LD_PRELOAD=$asan") checked=1
 fi
 # A caller's options come last, and so win.
 export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:allocator_may_return_null=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}
@@ -51,11 +55,12 @@ for suite in "$@"; do
   log=$dir/$name.log
   start=$SECONDS
   timeout -k 10 "${CUDA_EMU_SUITE_TIMEOUT:-240}" \
-    env "LD_PRELOAD=$asan" "$suite" >"$log" 2>&1
+    env "${preload[@]}" "$suite" >"$log" 2>&1
   status=$?
   problems=$(grep -E "cuda emulator: |ERROR: AddressSanitizer|refused launch|expected a kernel for cuda|, soft placement\)|but there is no GPU" "$log" |
     sort -u | head -5)
   grep -q "cuda emulator (kernels run on the host)" "$log" && loaded=1
+  grep -qE "cuda emulator race check: [1-9]" "$log" && checked=1
   if ((status != 0)) || [[ -n $problems ]]; then
     echo "FAIL $name (exit $status, $((SECONDS - start)) s)${problems:+:}"
     [[ -n $problems ]] && echo "$problems"
@@ -68,6 +73,10 @@ for suite in "$@"; do
 done
 if ((!loaded)); then
   echo "FAIL: no suite ran on the emulated backend"
+  failed=1
+fi
+if ((!checked)); then
+  echo "FAIL: $backend is neither under AddressSanitizer nor race-checked"
   failed=1
 fi
 exit $failed

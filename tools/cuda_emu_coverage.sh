@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The lines of the CUDA backend that no GPU test suite runs, without a GPU:
-# gcov over the CUDA emulator (tools/cuda_emu) while the cuda_emu and
-# cuda_emu_reverse tests run every GPU suite on it. Prints each file's lines
+# gcov over the CUDA emulator (tools/cuda_emu) while the cuda_emu test runs
+# every GPU suite on it. Prints each file's lines
 # run and, file by file, the lines never run (tools/cuda_emu/coverage.py).
 #
 #   meson setup build-cov -Demulator_coverage=true -Dbenchmarks=disabled
@@ -17,7 +17,7 @@ print([o["value"] for o in json.load(sys.stdin) if o["name"] == "emulator_covera
   exit 2
 fi
 find "$objects" -name '*.gcda' -delete
-meson test -C "$build" cuda_emu cuda_emu_reverse
+meson test -C "$build" cuda_emu
 reports=$(mktemp -d)
 trap 'rm -rf "$reports"' EXIT
 (cd "$reports" && gcov --json-format -o "$objects" "$objects"/*.gcda >/dev/null)

@@ -10,17 +10,19 @@
 // every block runs, __syncthreads and warp shuffles wait for the threads
 // they name (a barrier or shuffle that cannot complete is a fault, as is a
 // shuffle whose mask names an exited lane), device
-// memory starts as 0xff bytes, a missing barrier shows when the threads
-// run last to first (CUDA_EMU_ORDER=reverse), and AddressSanitizer (the
-// emulator is built with it) faults an access past device memory — to the
-// byte where each tensor is its own allocation, TF_GPU_ALLOCATOR=cuda_malloc
-// — or past a thread's locals. What it cannot check: timing;
-// __launch_bounds__; memory ordering between blocks; a lost update (a thread
-// runs from one barrier to the next unbroken, so a plain `+=` where
-// atomicAdd belongs sums right); a read of shared memory no thread of the
-// block wrote, or one past a template kernel's shared array (g++ leaves
-// statics of templates, being COMDAT, without AddressSanitizer's redzones);
-// code that leans on warp lockstep without a shuffle or barrier.
+// memory starts as 0xff bytes, and a missing barrier shows when the threads
+// run last to first (CUDA_EMU_ORDER=reverse). Built under AddressSanitizer
+// (tools/cuda_emu), it faults an access past device memory — to the byte
+// where each tensor is its own allocation, TF_GPU_ALLOCATOR=cuda_malloc — or
+// past a thread's locals. Race-checked (tools/cuda_emu/racecheck), it faults
+// two threads' accesses to one location, one a write, that CUDA leaves
+// unordered: a missing barrier, a plain `+=` where atomicAdd belongs (a
+// thread runs from one barrier to the next unbroken, so the sum is right),
+// two blocks writing one element, code that leans on warp lockstep. What
+// it cannot check: timing; __launch_bounds__; a read of shared memory no
+// thread of the block wrote, or one past a template kernel's shared array
+// (g++ leaves statics of templates, being COMDAT, without AddressSanitizer's
+// redzones); what racecheck.cpp lists it misses.
 #include <cuda_runtime.h>
 
 #include <atomic>
@@ -73,6 +75,13 @@ void block_barrier();
  */
 uint64_t warp_shuffle_down(uint32_t mask, uint64_t bits, unsigned delta,
                            int width);
+
+/**
+ * An atomic read-modify-write of `bytes` at `address`, made by the code at
+ * `pc`, for the race check (racecheck.cpp): atomics of different threads
+ * may meet.
+ */
+void race_check_atomic(const void* address, size_t bytes, const void* pc);
 
 /** A device-side trap: the emulator reports the site and aborts. */
 [[noreturn]] void trap();
@@ -146,11 +155,13 @@ inline unsigned __umulhi(unsigned a, unsigned b) {
 [[noreturn]] inline void __trap() {
   tapeflow::cuda_emu::trap();
 }
+// GPU threads are fibers of the launching host thread, and the host reads
+// what they wrote after the launch returns: the compiler's order is enough.
 inline void __threadfence() {
-  std::atomic_thread_fence(std::memory_order_seq_cst);
+  std::atomic_signal_fence(std::memory_order_seq_cst);
 }
 inline void __threadfence_system() {
-  std::atomic_thread_fence(std::memory_order_seq_cst);
+  std::atomic_signal_fence(std::memory_order_seq_cst);
 }
 
 template <class T>
@@ -162,34 +173,48 @@ T __ldg(const T* address) {
   return *address;
 }
 
-// One thread runs at a time: a read-modify-write is atomic as written.
+// One thread runs at a time: a read-modify-write is atomic as written. The
+// race check is told of it as an atomic made where it was called from, and
+// is not shown its plain accesses.
+#define CUDA_EMU_ATOMIC __attribute__((no_sanitize_thread, noinline))
 template <class T>
-T atomicAdd(T* address, T value) {
+CUDA_EMU_ATOMIC T atomicAdd(T* address, T value) {
+  tapeflow::cuda_emu::race_check_atomic(address, sizeof(T),
+                                        __builtin_return_address(0));
   const T old = *address;
   *address = old + value;
   return old;
 }
 template <class T>
-T atomicExch(T* address, T value) {
+CUDA_EMU_ATOMIC T atomicExch(T* address, T value) {
+  tapeflow::cuda_emu::race_check_atomic(address, sizeof(T),
+                                        __builtin_return_address(0));
   const T old = *address;
   *address = value;
   return old;
 }
 template <class T>
-T atomicCAS(T* address, T compare, T value) {
+CUDA_EMU_ATOMIC T atomicCAS(T* address, T compare, T value) {
+  tapeflow::cuda_emu::race_check_atomic(address, sizeof(T),
+                                        __builtin_return_address(0));
   const T old = *address;
   if (old == compare) *address = value;
   return old;
 }
 template <class T>
-T atomicMax(T* address, T value) {
+CUDA_EMU_ATOMIC T atomicMax(T* address, T value) {
+  tapeflow::cuda_emu::race_check_atomic(address, sizeof(T),
+                                        __builtin_return_address(0));
   const T old = *address;
   if (value > old) *address = value;
   return old;
 }
 template <class T>
-T atomicMin(T* address, T value) {
+CUDA_EMU_ATOMIC T atomicMin(T* address, T value) {
+  tapeflow::cuda_emu::race_check_atomic(address, sizeof(T),
+                                        __builtin_return_address(0));
   const T old = *address;
   if (value < old) *address = value;
   return old;
 }
+#undef CUDA_EMU_ATOMIC

@@ -18,6 +18,7 @@
 
 #include "cuda_emu.hpp"
 #include "fiber_switch.hpp"
+#include "racecheck.hpp"
 
 #ifdef __SANITIZE_ADDRESS__
 #include <sanitizer/common_interface_defs.h>
@@ -40,6 +41,7 @@ struct Fiber {
   void* stack = nullptr;
   void* fake_stack = nullptr;  // AddressSanitizer's, while switched out
   uint3 index;
+  ThreadClock clock;  // for the race check
   Wait wait = Wait::running;
   uint64_t shuffle_bits = 0;
   uint32_t shuffle_mask = 0;
@@ -139,7 +141,7 @@ void switch_to_scheduler() {
   threadIdx = self.index;
 }
 
-void start(Fiber& fiber, uint3 index) {
+void start(Fiber& fiber, uint3 index, uint32_t block, uint32_t thread) {
   if (fiber.stack == nullptr) {
     // A guard page below: a kernel that overflows its stack faults.
     void* mapped = mmap(nullptr, kGuardBytes + kStackBytes, PROT_NONE,
@@ -153,11 +155,19 @@ void start(Fiber& fiber, uint3 index) {
   fiber.stack_pointer =
       fiber_stack(static_cast<char*>(fiber.stack) + kStackBytes, thread_main);
   fiber.index = index;
+  fiber.clock =
+      ThreadClock{block,
+                  thread,
+                  0,
+                  0,
+                  static_cast<const char*>(fiber.stack),
+                  static_cast<const char*>(fiber.stack) + kStackBytes};
   fiber.wait = Wait::running;
 }
 
 void resume(Fiber& fiber) {
   g_block.current = &fiber;
+  t_running_thread = &fiber.clock;
   threadIdx = fiber.index;
   leaving(&g_block.scheduler_fake_stack, fiber.stack, kStackBytes);
   fiber_switch(&g_block.scheduler, fiber.stack_pointer);
@@ -191,6 +201,9 @@ bool release_warp(std::vector<Fiber>& fibers, size_t first, size_t end) {
         fail("lanes of a warp at shuffles with different masks");
     }
     if (!ready) continue;
+    // A shuffle of every lane the warp has orders them, as __syncwarp would.
+    const bool whole_warp =
+        mask == (end - first == kWarp ? ~0u : (1u << (end - first)) - 1);
     for (size_t lane = 0; lane < kWarp; ++lane) {
       if (!(mask >> lane & 1u)) continue;
       Fiber& f = fibers[first + lane];
@@ -203,6 +216,7 @@ bool release_warp(std::vector<Fiber>& fibers, size_t first, size_t end) {
         f.shuffle_bits = handed[source];
       }
       f.wait = Wait::running;
+      f.clock.shuffles += whole_warp;
     }
     released = true;
   }
@@ -220,18 +234,22 @@ bool release_block(std::vector<Fiber>& fibers, size_t threads) {
   }
   if (!waiting) return false;
   for (size_t i = 0; i < threads; ++i)
-    if (fibers[i].wait == Wait::block) fibers[i].wait = Wait::running;
+    if (fibers[i].wait == Wait::block) {
+      fibers[i].wait = Wait::running;
+      ++fibers[i].clock.barriers;
+    }
   return true;
 }
 
-void run_block(dim3 block) {
+void run_block(dim3 block, uint32_t linear_block) {
   const size_t threads = size_t(block.x) * block.y * block.z;
   std::vector<Fiber>& fibers = g_block.fibers;
   if (fibers.size() < threads) fibers.resize(threads);
   for (size_t i = 0; i < threads; ++i)
     start(fibers[i],
           uint3{unsigned(i % block.x), unsigned(i / block.x % block.y),
-                unsigned(i / (size_t(block.x) * block.y))});
+                unsigned(i / (size_t(block.x) * block.y))},
+          linear_block, uint32_t(i));
   for (;;) {
     bool finished = true;
     for (size_t n = 0; n < threads; ++n) {
@@ -279,17 +297,20 @@ void run_grid(Site site, dim3 grid, dim3 block, size_t shared_bytes,
   const std::lock_guard<std::mutex> lock(g_launch_mutex);
   g_sites.emplace(site.file, site.line);
   g_block.site = site;
+  race_check_launch(g_block.site);
   t_running_grid = true;
   g_block.thread_body = thread_body;
   g_block.context = context;
   gridDim = grid;
   blockDim = block;
+  uint32_t linear_block = 0;
   for (unsigned z = 0; z < grid.z; ++z)
     for (unsigned y = 0; y < grid.y; ++y)
       for (unsigned x = 0; x < grid.x; ++x) {
         blockIdx = uint3{x, y, z};
-        run_block(block);
+        run_block(block, linear_block++);
       }
+  t_running_thread = nullptr;
   t_running_grid = false;
 }
 

@@ -27,6 +27,19 @@ extern "C" const char* __asan_default_options() {
 
 namespace {
 
+// Which of the emulator's two builds this is: under AddressSanitizer
+// (tools/cuda_emu) or race-checked (tools/cuda_emu/racecheck).
+#ifdef __SANITIZE_ADDRESS__
+constexpr bool kAddressChecked = true;
+#else
+constexpr bool kAddressChecked = false;
+#endif
+#ifdef __SANITIZE_THREAD__
+constexpr bool kRaceChecked = true;
+#else
+constexpr bool kRaceChecked = false;
+#endif
+
 constexpr int kThreads = 128;
 
 __global__ void tree_sum(const int* in, int* out) {
@@ -77,6 +90,52 @@ __global__ void shuffle_against_barrier(int* out) {
 __global__ void shuffle_half_warp(int* out) {
   if (threadIdx.x >= 16) return;
   out[threadIdx.x] = __shfl_down_sync(0xffffffffu, 1, 1);
+}
+
+// Kernels for the race check (tools/cuda_emu/racecheck), which the faulty
+// ones fail and the others pass.
+__global__ void count_plainly(int* counter) {
+  *counter += 1;
+}
+
+__global__ void count_atomically(int* counter) {
+  atomicAdd(counter, 1);
+}
+
+__global__ void every_block_writes(int* out) {
+  if (threadIdx.x == 0) *out = int(blockIdx.x);
+}
+
+// tree_sum without the barrier in its loop.
+__global__ void tree_sum_unsynchronized(const int* in, int* out) {
+  __shared__ int partial[kThreads];
+  const int t = threadIdx.x;
+  partial[t] = in[t];
+  __syncthreads();
+  for (int stride = kThreads / 2; stride > 0; stride /= 2)
+    if (t < stride) partial[t] += partial[t + stride];
+  if (t == 0) *out = partial[0];
+}
+
+// Two reductions through one TempStorage, a barrier between them or not.
+__global__ void block_reduce_twice(const double* in, double* out,
+                                   bool barrier) {
+  using BlockReduce = cub::BlockReduce<double, kThreads>;
+  __shared__ typename BlockReduce::TempStorage scratch;
+  const double sum = BlockReduce(scratch).Sum(in[threadIdx.x]);
+  if (barrier) __syncthreads();
+  const double again = BlockReduce(scratch).Sum(2 * in[threadIdx.x]);
+  if (threadIdx.x == 0) *out = sum + again;
+}
+
+// Each lane reads the slot of the lane after it in its warp: after a
+// whole-warp shuffle, which orders the warp's lanes, or with nothing between.
+__global__ void warp_neighbour(int* out, bool shuffle) {
+  __shared__ int slot[64];
+  const int t = threadIdx.x;
+  slot[t] = t;
+  if (shuffle) __shfl_down_sync(0xffffffffu, t, 1);
+  out[t] = slot[(t & ~31) | ((t + 1) & 31)];
 }
 
 __global__ void traps() {
@@ -197,7 +256,9 @@ TEST_CASE("CUB's BlockReduce leaves the result in thread 0") {
   CHECK(host_copy(d_out, 1)[0] == expect);
 }
 
-TEST_CASE("a missing barrier reads a stale value in one of the two orders") {
+// The race check aborts on this kernel: its case is below.
+TEST_CASE("a missing barrier reads a stale value in one of the two orders" *
+          doctest::skip(kRaceChecked)) {
   const auto d_out = device_copy(std::vector<int>(kThreads, -1));
   unsynchronized_neighbour<<<1, kThreads, 0, nullptr>>>(d_out.get());
   const auto out = host_copy(d_out, kThreads);
@@ -232,6 +293,11 @@ TEST_CASE("what a GPU hangs on or leaves undefined aborts, naming the launch") {
   const auto trap = in_child([] { traps<<<1, 8, 0, nullptr>>>(); });
   CHECK(trap.first == SIGABRT);
   CHECK(trap.second.find("__trap()") != std::string::npos);
+}
+
+TEST_CASE("an access past device memory or a thread's locals aborts" *
+          doctest::skip(!kAddressChecked)) {
+  const auto d_out = device_copy(std::vector<int>(32));
   // Device memory is allocated to the byte: one int past 32 is out.
   write_at<<<1, 1, 0, nullptr>>>(d_out.get(), 31);
   const auto past =
@@ -249,4 +315,83 @@ TEST_CASE("what a GPU hangs on or leaves undefined aborts, naming the launch") {
   CHECK(local.first == SIGABRT);
   CHECK(local.second.find("stack-buffer-overflow") != std::string::npos);
   CHECK(local.second.find("in the kernel launched at") != std::string::npos);
+}
+
+TEST_CASE("barriers, whole-warp shuffles and atomics order what they should") {
+  const auto d_counter = device_copy(std::vector<int>{0});
+  count_atomically<<<3, kThreads, 0, nullptr>>>(d_counter.get());
+  CHECK(host_copy(d_counter, 1)[0] == 3 * kThreads);
+  std::vector<double> in(kThreads);
+  for (int i = 0; i < kThreads; ++i) in[i] = i;
+  const auto d_in = device_copy(in);
+  const auto d_sum = device_copy(std::vector<double>(1));
+  block_reduce_twice<<<1, kThreads, 0, nullptr>>>(d_in.get(), d_sum.get(),
+                                                  true);
+  CHECK(host_copy(d_sum, 1)[0] == 3 * (kThreads - 1) * kThreads / 2);
+  const auto d_out = device_copy(std::vector<int>(64));
+  warp_neighbour<<<1, 64, 0, nullptr>>>(d_out.get(), true);
+  const auto out = host_copy(d_out, 64);
+  for (int t = 0; t < 64; ++t) CHECK(out[t] == ((t & ~31) | ((t + 1) & 31)));
+}
+
+// Each faulty kernel in a child process, which must abort with the race
+// check's report: the launch, then both accesses with their lines.
+TEST_CASE("the race check reports a race's two accesses" *
+          doctest::skip(!kRaceChecked)) {
+  const auto report = [](const char* name, auto launch,
+                         std::vector<std::string> expected) {
+    CAPTURE(name);
+    const auto [signal, printed] = in_child(launch);
+    CAPTURE(printed);
+    CHECK(signal == SIGABRT);
+    expected.push_back("in the kernel launched at ");
+    expected.push_back("self_test.cu:");
+    expected.push_back("\n  after thread ");
+    for (const std::string& text : expected)
+      CHECK(printed.find(text) != std::string::npos);
+    // Both accesses are placed, on lines of a file.
+    size_t placed = 0;
+    for (size_t at = printed.find("\n    at "); at != std::string::npos;
+         at = printed.find("\n    at ", at + 1))
+      placed += printed.compare(at + 9, 1, "?") != 0 &&
+                printed.find(':', at) < printed.find('\n', at + 1);
+    CHECK(placed == 2);
+  };
+  const auto d_out = device_copy(std::vector<int>(kThreads));
+  const auto d_in = device_copy(std::vector<int>(kThreads, 1));
+  const auto d_doubles = device_copy(std::vector<double>(kThreads, 1.0));
+  const auto d_sum = device_copy(std::vector<double>(1));
+  const std::string same_block = "of the same block";
+  const std::string no_barrier =
+      "no __syncthreads (or, within a warp, "
+      "whole-warp shuffle) between";
+  report("neighbour",
+         [&] {
+           unsynchronized_neighbour<<<1, kThreads, 0, nullptr>>>(d_out.get());
+         },
+         {"a data race on shared memory", same_block, no_barrier});
+  report("tree",
+         [&] {
+           tree_sum_unsynchronized<<<1, kThreads, 0, nullptr>>>(d_in.get(),
+                                                                d_out.get());
+         },
+         {"a data race on shared memory", same_block, no_barrier});
+  report("plain counter",
+         [&] { count_plainly<<<1, 2, 0, nullptr>>>(d_out.get()); },
+         {"a data race on device memory", "of block (0, 0, 0) reads 4 bytes",
+          "of the same block wrote them"});
+  report("blocks",
+         [&] { every_block_writes<<<2, 32, 0, nullptr>>>(d_out.get()); },
+         {"a data race on device memory", "of block (1, 0, 0) writes 4 bytes",
+          "after thread (0, 0, 0) of block (0, 0, 0) wrote them",
+          "blocks of one launch are unordered"});
+  report("BlockReduce",
+         [&] {
+           block_reduce_twice<<<1, kThreads, 0, nullptr>>>(d_doubles.get(),
+                                                           d_sum.get(), false);
+         },
+         {"a data race on shared memory", "block_reduce.cuh:", same_block});
+  report("warp",
+         [&] { warp_neighbour<<<1, 64, 0, nullptr>>>(d_out.get(), false); },
+         {"a data race on shared memory", same_block});
 }
