@@ -18,7 +18,7 @@
 #   tests/cuda_emu_check.sh EMULATED_BACKEND LIBTAPEFLOW SUITE_BINARY...
 #
 # CUDA_EMU_ORDER=reverse (scheduler.cpp) runs each block's threads last to
-# first: a race that the forward order hides fails one of the two. With
+# first, so that a stale read shows in the values too. With
 # TF_GPU_ALLOCATOR=cuda_malloc each tensor is an allocation of its own, so
 # that AddressSanitizer faults an access a byte past it; in the BFC arena the
 # neighbouring chunk takes it silently.
@@ -46,6 +46,9 @@ asan=$(ldd "$backend" | awk '/libasan/ && $3 ~ /^\// { print $3 }')
 preload=() checked=0
 if [[ -n $asan ]]; then
   preload=("LD_PRELOAD=$asan") checked=1
+elif ! nm "$backend" | grep ' t __tsan_init$' >/dev/null; then
+  echo "FAIL: $backend is neither under AddressSanitizer nor race-checked"
+  exit 1
 fi
 # A caller's options come last, and so win.
 export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:allocator_may_return_null=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}

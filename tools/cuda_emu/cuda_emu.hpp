@@ -18,11 +18,11 @@
 // two threads' accesses to one location, one a write, that CUDA leaves
 // unordered: a missing barrier, a plain `+=` where atomicAdd belongs (a
 // thread runs from one barrier to the next unbroken, so the sum is right),
-// two blocks writing one element, code that leans on warp lockstep. What
-// it cannot check: timing; __launch_bounds__; a read of shared memory no
-// thread of the block wrote, or one past a template kernel's shared array
-// (g++ leaves statics of templates, being COMDAT, without AddressSanitizer's
-// redzones); what racecheck.cpp lists it misses.
+// two blocks writing one element, lanes of a warp sharing plain memory with
+// nothing between. What it cannot check: timing; __launch_bounds__; a read of
+// shared memory no thread of the block wrote, or one past a template kernel's
+// shared array (g++ leaves statics of templates, being COMDAT, without
+// AddressSanitizer's redzones); what racecheck.cpp lists it misses.
 #include <cuda_runtime.h>
 
 #include <atomic>

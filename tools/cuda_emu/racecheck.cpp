@@ -4,28 +4,46 @@
 // runtime, receives those calls. ThreadSanitizer itself cannot judge a
 // kernel: a block's threads are fibers of one host thread, and what orders
 // them is CUDA's rule, not the host's. A __syncthreads orders the threads of
-// a block and a whole-warp shuffle the lanes of a warp; nothing orders two
-// blocks of one launch; a launch follows the one before it on its stream.
+// a block, and a whole-warp shuffle is taken to order the lanes of a warp,
+// as a __syncwarp does (CUDA promises no memory order for a shuffle: a race
+// across one is missed). Nothing orders two blocks of one launch. Launches
+// run, and are checked, one at a time: races between kernels of different
+// streams are not seen.
+//
+// Why the clocks suffice: a barrier cannot release while a thread of the
+// block waits at a shuffle, so the live threads of a block share one count of
+// barriers; a whole-warp shuffle cannot complete once a lane has exited, so
+// the lanes of a warp share one count of shuffles.
 //
 // A launch's accesses are kept by the address each starts at: the last write
 // there, and three reads since (the latest, the latest by another thread,
 // the latest from another block). A write races with a write or read that is
-// not ordered before it, a read with such a write; two atomics never race.
-// Shared memory (the kernels' statics, in the module's writable segment) is
-// fresh for each block, and a thread's own stack is not looked at. The first
-// race aborts the process, naming the launch and both accesses' lines.
+// not ordered before it, a read with such a write; two atomics never race,
+// and a volatile access counts as one (PTX makes it a relaxed atomic).
+// Atomics order nothing else, and __threadfence is not modelled: a flag
+// published by a fence and an atomic reads as a race. Shared memory (the
+// kernels' statics, in the module's writable segment) is fresh for each
+// block, and a thread's own stack is not looked at. The first race aborts
+// the process, naming the launch and both accesses' lines.
 //
 // What it misses: two accesses that overlap without starting at one address
-// (a float4 against a float inside it), reads older than the three kept,
-// copies through a memcpy call, and a launch's locations past the first
-// 2^20, which the line printed at exit counts.
+// (a float4 against a float inside it); reads older than the three kept
+// (lane 40's read is dropped once lanes 1 and 2 read after it, and lane 0's
+// write after a shuffle then races with nothing kept); warp-synchronous code
+// through volatile shared memory; races between blocks on a __device__
+// global, which lives with the statics and is taken for shared memory;
+// copies through a memcpy call; and a launch's locations past the first
+// 2^19 (a table of 2^20 cells of 112 bytes), which the line printed at exit
+// counts.
 #include "racecheck.hpp"
 
 #include <cxxabi.h>
 #include <dlfcn.h>
 #include <elf.h>
 #include <link.h>
+#include <pthread.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -34,18 +52,33 @@
 
 namespace tapeflow::cuda_emu {
 
-thread_local const ThreadClock* t_running_thread = nullptr;
-
 namespace {
 
+// The running GPU thread and its host thread, whose accesses alone count.
+std::atomic<const ThreadClock*> g_running{nullptr};
+std::atomic<pthread_t> g_launcher{};
+
+const ThreadClock* running_here() {
+  const ThreadClock* clock = g_running.load(std::memory_order_acquire);
+  return clock != nullptr &&
+                 pthread_equal(g_launcher.load(std::memory_order_relaxed),
+                               pthread_self())
+             ? clock
+             : nullptr;
+}
+
 constexpr uint32_t kWarp = 32;
-constexpr size_t kFirstCells = size_t(1) << 16, kMaxCells = size_t(1) << 21;
+constexpr int kFirstBits = 16, kMostBits = 20;
+// Half the cells at most are taken, so that probes stay short.
+constexpr size_t kMostLocations = size_t(1) << (kMostBits - 1);
 
 // One access: a thread of the launch, its clock then, where in the code.
 struct Stamp {
   const void* pc = nullptr;  // null: none
-  uint32_t block = 0, thread = 0, barriers = 0, shuffles = 0;
+  uint32_t block = 0;
+  uint16_t thread = 0;  // a block has at most 1024
   bool atomic = false;
+  uint32_t barriers = 0, shuffles = 0;
 };
 
 struct Cell {
@@ -61,13 +94,23 @@ struct State {
   const Site* site = nullptr;
   uint32_t launch = 0;
   std::vector<Cell> cells;
+  int bits = 0;  // cells.size() == 2^bits
   size_t live = 0;
   bool full = false;
   // The writable segments of the object the kernels are in.
   std::vector<std::pair<uintptr_t, uintptr_t>> shared;
   unsigned long long launches = 0, accesses = 0, launches_in_part = 0;
 };
-State g;
+// Constant-initialized, since the instrumented code's constructors call
+// __tsan_init before any other static is made; never destroyed, since the
+// summary it registers at exit runs after later statics' destructors.
+union Forever {
+  State state;
+  constexpr Forever() : state() {}
+  ~Forever() {}
+};
+constinit Forever g_forever;
+State& g = g_forever.state;
 
 bool ordered(const Stamp& before, const ThreadClock& now) {
   return before.block == now.block &&
@@ -81,34 +124,37 @@ bool races(const Stamp& before, const ThreadClock& now, bool atomic) {
          !(before.atomic && atomic);
 }
 
-size_t slot_of(uintptr_t address, size_t cells) {
-  return size_t((address * 0x9E3779B97F4A7C15ull) >> 20) & (cells - 1);
+// Fibonacci hashing: the product's top bits.
+size_t slot_of(uintptr_t address) {
+  return size_t((address * 0x9E3779B97F4A7C15ull) >> (64 - g.bits));
 }
 
 void grow() {
   std::vector<Cell> old = std::move(g.cells);
-  g.cells.assign(old.size() * 2, Cell{});
+  ++g.bits;
+  g.cells.assign(size_t(1) << g.bits, Cell{});
   const size_t mask = g.cells.size() - 1;
   for (const Cell& cell : old) {
     if (cell.launch != g.launch) continue;
-    size_t i = slot_of(cell.address, g.cells.size());
+    size_t i = slot_of(cell.address);
     while (g.cells[i].launch == g.launch) i = (i + 1) & mask;
     g.cells[i] = cell;
   }
 }
 
-// The cell of `address` in this launch, made if new; null once the table
-// is full for this launch.
+// The cell of `address` in this launch, made if new; null once the launch
+// has kMostLocations.
 Cell* cell_of(uintptr_t address) {
-  if (g.live * 2 >= g.cells.size() && g.cells.size() < kMaxCells) grow();
+  if (g.live * 2 >= g.cells.size() && g.bits < kMostBits) grow();
   const size_t mask = g.cells.size() - 1;
-  for (size_t i = slot_of(address, g.cells.size());; i = (i + 1) & mask) {
+  for (size_t i = slot_of(address);; i = (i + 1) & mask) {
     Cell& cell = g.cells[i];
     if (cell.launch == g.launch) {
       if (cell.address == address) return &cell;
       continue;
     }
-    if (g.live * 4 >= g.cells.size() * 3) {
+    if (g.live >= kMostLocations) {
+      g.launches_in_part += !g.full;
       g.full = true;
       return nullptr;
     }
@@ -199,7 +245,7 @@ std::string verb(bool write, bool atomic, bool past) {
 
 void access(const void* address, size_t bytes, bool write, bool atomic,
             const void* pc) {
-  const ThreadClock* now = t_running_thread;
+  const ThreadClock* now = running_here();
   if (now == nullptr || !g.enabled) return;
   const char* byte = static_cast<const char*>(address);
   if (byte >= now->stack_begin && byte < now->stack_end) return;
@@ -215,8 +261,8 @@ void access(const void* address, size_t bytes, bool write, bool atomic,
   cell->block = now->block;
   if (races(cell->write, *now, atomic))
     report(where_at, bytes, shared, cell->write, true, *now, write, atomic, pc);
-  const Stamp stamp{
-      pc, now->block, now->thread, now->barriers, now->shuffles, atomic};
+  const Stamp stamp{pc,     now->block,    uint16_t(now->thread),
+                    atomic, now->barriers, now->shuffles};
   Stamp& latest = cell->reads[0];
   if (write) {
     for (const Stamp& read : cell->reads)
@@ -252,8 +298,8 @@ int find_shared(dl_phdr_info* info, size_t, void*) {
   return 1;
 }
 
-// At exit, where anything was launched (a child process that launched
-// nothing keeps its output as it was).
+// At exit, where anything was launched (a process that launched nothing,
+// such as a test's child, keeps its output as it was).
 void print_summary() {
   if (g.launches == 0) return;
   std::fprintf(stderr,
@@ -261,18 +307,25 @@ void print_summary() {
                "checked",
                g.launches, g.accesses);
   if (g.launches_in_part != 0)
-    std::fprintf(stderr, "; %llu launches checked up to 2^20 locations",
+    std::fprintf(stderr, "; %llu launches checked up to 2^19 locations",
                  g.launches_in_part);
   std::fprintf(stderr, "\n");
 }
 
 }  // namespace
 
+void set_running_thread(const ThreadClock* clock) {
+  g_launcher.store(pthread_self(), std::memory_order_relaxed);
+  g_running.store(clock, std::memory_order_release);
+}
+
 void race_check_launch(const Site& site) {
   if (!g.enabled) return;
   if (g.shared.empty()) dl_iterate_phdr(find_shared, nullptr);
-  if (g.cells.empty()) g.cells.assign(kFirstCells, Cell{});
-  if (g.full) ++g.launches_in_part;
+  if (g.cells.empty()) {
+    g.bits = kFirstBits;
+    g.cells.assign(size_t(1) << g.bits, Cell{});
+  }
   g.full = false;
   g.site = &site;
   ++g.launch;
@@ -281,8 +334,7 @@ void race_check_launch(const Site& site) {
 }
 
 void race_check_atomic(const void* address, size_t bytes, const void* pc) {
-  if (t_running_thread != nullptr && g.enabled)
-    access(address, bytes, true, true, pc);
+  if (g.enabled) access(address, bytes, true, true, pc);
 }
 
 }  // namespace tapeflow::cuda_emu

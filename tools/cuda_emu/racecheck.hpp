@@ -16,7 +16,7 @@ struct Site;
  * before another thread's access when both threads are in one block and a
  * __syncthreads has released the second since, or both are lanes of one
  * warp and a whole-warp shuffle has. Blocks are never ordered within a
- * launch; launches on a stream are, one after the other.
+ * launch.
  */
 struct ThreadClock {
   uint32_t block = 0;     // linear index in the grid
@@ -28,11 +28,18 @@ struct ThreadClock {
   const char* stack_end = nullptr;
 };
 
-/** The GPU thread running on this host thread; null outside a launch. */
-extern thread_local const ThreadClock* t_running_thread
-    __attribute__((tls_model("initial-exec")));
+/**
+ * The GPU thread running, on the host thread running the launch; null
+ * outside a launch. Launches run one at a time. (Not a thread_local: static
+ * TLS is scarce for a dlopen'ed backend, and __tls_get_addr would be called
+ * on every access.)
+ */
+void set_running_thread(const ThreadClock* clock);
 
-/** A launch starts: everything before it is ordered before all of it. */
+/**
+ * A launch starts: everything before it is ordered before all of it
+ * (launches are checked one at a time, whichever their streams).
+ */
 void race_check_launch(const Site& site);
 
 }  // namespace tapeflow::cuda_emu

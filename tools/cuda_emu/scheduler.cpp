@@ -167,7 +167,7 @@ void start(Fiber& fiber, uint3 index, uint32_t block, uint32_t thread) {
 
 void resume(Fiber& fiber) {
   g_block.current = &fiber;
-  t_running_thread = &fiber.clock;
+  set_running_thread(&fiber.clock);
   threadIdx = fiber.index;
   leaving(&g_block.scheduler_fake_stack, fiber.stack, kStackBytes);
   fiber_switch(&g_block.scheduler, fiber.stack_pointer);
@@ -310,7 +310,7 @@ void run_grid(Site site, dim3 grid, dim3 block, size_t shared_bytes,
         blockIdx = uint3{x, y, z};
         run_block(block, linear_block++);
       }
-  t_running_thread = nullptr;
+  set_running_thread(nullptr);
   t_running_grid = false;
 }
 

@@ -106,6 +106,20 @@ __global__ void every_block_writes(int* out) {
   if (threadIdx.x == 0) *out = int(blockIdx.x);
 }
 
+// Each thread counts atomically, then reads the count plainly: a read that
+// nothing orders after the other threads' atomics.
+__global__ void count_then_read(int* counter, int* out) {
+  atomicAdd(counter, 1);
+  out[threadIdx.x] = *counter;
+}
+
+// Thread 0 raises a flag the others read, all through volatile accesses,
+// which PTX makes relaxed atomics (as deferred_error.hpp reads its claim).
+__global__ void volatile_flag(int* flag, int* out) {
+  if (threadIdx.x == 0) *static_cast<volatile int*>(flag) = 1;
+  out[threadIdx.x] = *static_cast<volatile int*>(flag);
+}
+
 // tree_sum without the barrier in its loop.
 __global__ void tree_sum_unsynchronized(const int* in, int* out) {
   __shared__ int partial[kThreads];
@@ -332,6 +346,9 @@ TEST_CASE("barriers, whole-warp shuffles and atomics order what they should") {
   warp_neighbour<<<1, 64, 0, nullptr>>>(d_out.get(), true);
   const auto out = host_copy(d_out, 64);
   for (int t = 0; t < 64; ++t) CHECK(out[t] == ((t & ~31) | ((t + 1) & 31)));
+  const auto d_flag = device_copy(std::vector<int>{0});
+  volatile_flag<<<1, 32, 0, nullptr>>>(d_flag.get(), d_out.get());
+  CHECK(host_copy(d_out, 1)[0] == 1);
 }
 
 // Each faulty kernel in a child process, which must abort with the race
@@ -349,12 +366,16 @@ TEST_CASE("the race check reports a race's two accesses" *
     expected.push_back("\n  after thread ");
     for (const std::string& text : expected)
       CHECK(printed.find(text) != std::string::npos);
-    // Both accesses are placed, on lines of a file.
+    // Both accesses are placed on a line of a CUDA source.
+    const std::string at = "\n    at ";
     size_t placed = 0;
-    for (size_t at = printed.find("\n    at "); at != std::string::npos;
-         at = printed.find("\n    at ", at + 1))
-      placed += printed.compare(at + 9, 1, "?") != 0 &&
-                printed.find(':', at) < printed.find('\n', at + 1);
+    for (size_t i = printed.find(at); i != std::string::npos;
+         i = printed.find(at, i + 1)) {
+      const std::string place = printed.substr(
+          i + at.size(), printed.find('\n', i + 1) - i - at.size());
+      placed += place.find(".cu:") != std::string::npos ||
+                place.find(".cuh:") != std::string::npos;
+    }
     CHECK(placed == 2);
   };
   const auto d_out = device_copy(std::vector<int>(kThreads));
@@ -380,6 +401,11 @@ TEST_CASE("the race check reports a race's two accesses" *
          [&] { count_plainly<<<1, 2, 0, nullptr>>>(d_out.get()); },
          {"a data race on device memory", "of block (0, 0, 0) reads 4 bytes",
           "of the same block wrote them"});
+  report(
+      "atomic then plain",
+      [&] { count_then_read<<<1, 2, 0, nullptr>>>(d_in.get(), d_out.get()); },
+      {"a data race on device memory", "atomically writes 4 bytes",
+       "of the same block read them"});
   report("blocks",
          [&] { every_block_writes<<<2, 32, 0, nullptr>>>(d_out.get()); },
          {"a data race on device memory", "of block (1, 0, 0) writes 4 bytes",
