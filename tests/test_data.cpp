@@ -421,6 +421,6 @@ TEST_CASE("config::set_inter_op_threads sizes the pool, then is fixed") {
       "started");
   testing::expect_error<tpf::ValueError>(
       [] { tpf::config::set_inter_op_threads(0); },
-      "[set_inter_op_threads] expected a thread count >= 1, got 0");
+      "[set_inter_op_threads] expected a thread count in [1, 4096], got 0");
   CHECK(tpf::config::inter_op_threads() == n);
 }

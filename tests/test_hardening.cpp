@@ -207,6 +207,17 @@ TEST_CASE("hyper-parameters that would only produce NaN are refused") {
                                 "[SGD] expected a finite learning_rate >= 0");
   expect_error<tpf::ValueError>([] { optim::Adagrad({.epsilon = 0.0}); },
                                 "[Adagrad] expected a finite epsilon > 0");
+  expect_error<tpf::ValueError>([] { optim::RMSProp({.rho = 2.0}); },
+                                "[RMSProp] expected rho in [0, 1], got 2");
+  expect_error<tpf::ValueError>([] { optim::RMSProp({.epsilon = -1.0}); },
+                                "[RMSProp] expected a finite epsilon > 0");
+  expect_error<tpf::ValueError>([] { optim::Adadelta({.rho = nan}); },
+                                "[Adadelta] expected rho in [0, 1], got nan");
+  expect_error<tpf::ValueError>([] { optim::Adadelta({.epsilon = -1.0}); },
+                                "[Adadelta] expected a finite epsilon > 0");
+  expect_error<tpf::ValueError>(
+      [] { optim::Momentum({.momentum = 2.0}); },
+      "[Momentum] expected momentum in [0, 1], got 2");
   expect_error<tpf::ValueError>(
       [] { (void)tpf::random_normal({2}, 0.0, nan); },
       "[random_normal] expected a finite mean and a finite stddev >= 0");

@@ -7,9 +7,10 @@
 #include <sys/wait.h>
 
 #include <cfloat>
-#include <cmath>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
+#include <limits>
 #include <thread>
 
 #include "event.pb.h"
@@ -325,6 +326,20 @@ TEST_CASE("summary: events reach the file on max_queue and on the timer") {
   }
 }
 
+TEST_CASE("summary: a flush period too long for the clock means never") {
+  TempDir dir;
+  // inf and 1e300 seconds overflowed the timer's deadline: the flusher spun
+  // on the writer's lock, and closing it hung.
+  for (double never : {std::numeric_limits<double>::infinity(), 1e300, 1e10}) {
+    CAPTURE(never);
+    summary::FileWriter writer(dir.str(), options(never, 2));
+    writer.scalar("a", 1, 1);
+    writer.scalar("a", 2, 2);
+    CHECK(read_events(writer.path()).size() == 3);  // max_queue still flushes
+    writer.close();
+  }
+}
+
 TEST_CASE("summary: a killed writer leaves every flushed event readable") {
   TempDir dir;
   const pid_t child = fork();
@@ -374,6 +389,14 @@ TEST_CASE("summary: errors") {
       "[summary.FileWriter] expected flush_secs > 0 and max_queue >= 1, got 0 "
       "and 10");
   summary::FileWriter writer(dir.str());
+  // Sides past PNG's limit are refused before a pixel is copied (2^20 x 2^20
+  // pixels threw std::bad_alloc).
+  const auto huge =
+      tpf::broadcast_to(tpf::ones({1, 1, 1, 1}), {1, 1 << 20, 1 << 20, 1});
+  expect_error<tpf::ValueError>(
+      [&] { writer.image("huge", huge, 0); },
+      "[summary.image] expected images of at most 1000000 pixels a side "
+      "(PNG's limit), got shape (1, 1048576, 1048576, 1)");
   writer.close();
   writer.close();
   writer.flush();

@@ -32,9 +32,14 @@ bool env_flag(const char* name) {
 }
 std::atomic<bool> g_log_placement{env_flag("TAPEFLOW_LOG_PLACEMENT")};
 
+// OpenMP's runtime aborts the process where it cannot start the threads it
+// was told to: a count in the thousands is a slip, not a machine.
+constexpr int kMostThreads = 4096;
+
 void check_threads(int n, const char* op) {
-  if (n < 1)
-    throw op_error<ValueError>(op, "expected a thread count >= 1, got ", n);
+  if (n < 1 || n > kMostThreads)
+    throw op_error<ValueError>(op, "expected a thread count in [1, ",
+                               kMostThreads, "], got ", n);
 }
 
 }  // namespace

@@ -29,6 +29,8 @@ Bidirectional::Bidirectional(std::shared_ptr<RNN> layer,
     throw op_error<ValueError>(
         name(), "expected merge_mode concat, sum, mul or ave, got \"", mode,
         "\"");
+  if (!forward_)
+    throw op_error<ValueError>(name(), "expected a recurrent layer, got null");
   if (forward_->built())
     throw op_error<ValueError>(name(), "expected an unbuilt layer, got ",
                                forward_->name(), " with weights already");

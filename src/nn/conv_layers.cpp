@@ -2,6 +2,7 @@
 // relu) and their transposed, depthwise and separable forms. Kernels are kept
 // in the layout the function takes for the layer's data_format: (O, I, k...)
 // channels-first, (k..., I, O) last.
+#include "core/checked.hpp"
 #include "core/op_error.hpp"
 #include "tapeflow/nn/activations.hpp"
 #include "tapeflow/nn/layers/conv.hpp"
@@ -21,9 +22,9 @@ bool is_relu(const Activation& f) {
   return fn && (*fn == &nn::relu || *fn == &tapeflow::relu);
 }
 
-int64_t product(const std::vector<int64_t>& v) {
+int64_t product(const std::string& layer, const std::vector<int64_t>& v) {
   int64_t p = 1;
-  for (int64_t d : v) p *= d;
+  for (int64_t d : v) p = checked_mul(p, d, layer, "the kernel's size");
   return p;
 }
 
@@ -49,6 +50,17 @@ Shape depthwise_shape(const std::vector<int64_t>& k, int64_t c, int64_t m,
   return last ? Shape{k[0], k[1], c, m} : Shape{c * m, 1, k[0], k[1]};
 }
 
+void check_at_least_one(const std::string& layer, const char* what,
+                        int64_t value) {
+  if (value < 1)
+    throw op_error<ValueError>(layer, "expected ", what, " >= 1, got ", value);
+}
+
+/** C * depth_multiplier, the depthwise convolution's output channels. */
+int64_t depthwise_channels(const std::string& layer, int64_t c, int64_t m) {
+  return checked_mul(c, m, layer, "channels * depth_multiplier");
+}
+
 void check_rank4(const std::string& layer, const Shape& input_shape) {
   if (input_shape.size() != 4)
     throw op_error<ShapeError>(layer, "expected inputs of rank 4, got ",
@@ -63,7 +75,12 @@ std::string layer_type(int spatial) {
 
 ConvND::ConvND(int spatial, int64_t filters, std::vector<int64_t> kernel_size,
                ConvLayerOptions options)
-    : Module(layer_type(spatial), options.name),
+    : ConvND(layer_type(spatial), spatial, filters, std::move(kernel_size),
+             std::move(options)) {}
+
+ConvND::ConvND(std::string type, int spatial, int64_t filters,
+               std::vector<int64_t> kernel_size, ConvLayerOptions options)
+    : Module(std::move(type), options.name),
       spatial_(spatial),
       filters_(filters),
       kernel_size_(std::move(kernel_size)),
@@ -77,6 +94,8 @@ ConvND::ConvND(int spatial, int64_t filters, std::vector<int64_t> kernel_size,
     if (kernel_size_[i] < 1)
       throw op_error<ValueError>(name(), "expected kernel extents >= 1, got ",
                                  kernel_size_[i], " along spatial axis ", i);
+  check_at_least_one(name(), "filters", filters_);
+  check_at_least_one(name(), "groups", options_.groups);
 }
 
 int64_t ConvND::channel_axis(int64_t rank) const {
@@ -94,15 +113,18 @@ void ConvND::build(const Shape& input_shape) {
                                ", got ", input_shape.str());
   const int64_t in =
       input_shape[channel_axis(input_shape.size())] / options_.groups;
-  const int64_t k = product(kernel_size_);
+  const int64_t k = product(name(), kernel_size_);
   const bool last = channels_last(options_.data_format);
+  const int64_t fan_in = checked_mul(in, k, name(), "the kernel's fan-in");
+  const int64_t fan_out =
+      checked_mul(filters_, k, name(), "the kernel's fan-out");
   kernel_ =
       add_weight("kernel", options_.kernel_initializer(
                                kernel_shape(kernel_size_, filters_, in, last),
-                               in * k, filters_ * k, float32));
+                               fan_in, fan_out, float32));
   if (options_.use_bias)
-    bias_ = add_weight("bias", options_.bias_initializer(
-                                   {filters_}, in * k, filters_ * k, float32));
+    bias_ = add_weight("bias", options_.bias_initializer({filters_}, fan_in,
+                                                         fan_out, float32));
 }
 
 namespace {
@@ -133,23 +155,25 @@ Tensor ConvND::forward(const Tensor& x) {
 Conv2DTranspose::Conv2DTranspose(int64_t filters,
                                  std::vector<int64_t> kernel_size,
                                  ConvLayerOptions options)
-    : ConvND(2, filters, std::move(kernel_size), std::move(options)) {
-  set_name(options_.name.empty() ? "conv2d_transpose" : options_.name);
-}
+    : ConvND("conv2d_transpose", 2, filters, std::move(kernel_size),
+             std::move(options)) {}
 
 void Conv2DTranspose::build(const Shape& input_shape) {
   check_rank4(name(), input_shape);
   const int64_t in = input_shape[channel_axis(4)];
-  const int64_t k = product(kernel_size_);
+  const int64_t k = product(name(), kernel_size_);
+  const int64_t fan_in =
+      checked_mul(filters_, k, name(), "the kernel's fan-in");
+  const int64_t fan_out = checked_mul(in, k, name(), "the kernel's fan-out");
   // The forward conv this transposes maps filters_ channels to `in`.
   kernel_ = add_weight("kernel",
                        options_.kernel_initializer(
                            kernel_shape(kernel_size_, in, filters_,
                                         channels_last(options_.data_format)),
-                           filters_ * k, in * k, float32));
+                           fan_in, fan_out, float32));
   if (options_.use_bias)
-    bias_ = add_weight("bias", options_.bias_initializer(
-                                   {filters_}, filters_ * k, in * k, float32));
+    bias_ = add_weight("bias", options_.bias_initializer({filters_}, fan_in,
+                                                         fan_out, float32));
 }
 
 Tensor Conv2DTranspose::forward(const Tensor& x) {
@@ -176,24 +200,27 @@ Tensor Conv2DTranspose::forward(const Tensor& x) {
 DepthwiseConv2D::DepthwiseConv2D(std::vector<int64_t> kernel_size,
                                  int64_t depth_multiplier,
                                  ConvLayerOptions options)
-    : ConvND(2, 0, std::move(kernel_size), std::move(options)),
+    // filters: unused; the output has C * depth_multiplier channels.
+    : ConvND("depthwise_conv2d", 2, 1, std::move(kernel_size),
+             std::move(options)),
       multiplier_(depth_multiplier) {
-  set_name(options_.name.empty() ? "depthwise_conv2d" : options_.name);
+  check_at_least_one(name(), "depth_multiplier", multiplier_);
 }
 
 void DepthwiseConv2D::build(const Shape& input_shape) {
   check_rank4(name(), input_shape);
   const int64_t c = input_shape[channel_axis(4)];
-  const int64_t k = product(kernel_size_);
+  const int64_t k = product(name(), kernel_size_);
+  const int64_t out = depthwise_channels(name(), c, multiplier_);
+  const int64_t fan_out =
+      checked_mul(k, multiplier_, name(), "the kernel's fan-out");
   const Shape shape = depthwise_shape(kernel_size_, c, multiplier_,
                                       channels_last(options_.data_format));
-  kernel_ = add_weight(
-      "depthwise_kernel",
-      options_.kernel_initializer(shape, k, k * multiplier_, float32));
+  kernel_ = add_weight("depthwise_kernel",
+                       options_.kernel_initializer(shape, k, fan_out, float32));
   if (options_.use_bias)
-    bias_ =
-        add_weight("bias", options_.bias_initializer({c * multiplier_}, k,
-                                                     k * multiplier_, float32));
+    bias_ = add_weight("bias",
+                       options_.bias_initializer({out}, k, fan_out, float32));
 }
 
 Tensor DepthwiseConv2D::forward(const Tensor& x) {
@@ -204,29 +231,33 @@ SeparableConv2D::SeparableConv2D(int64_t filters,
                                  std::vector<int64_t> kernel_size,
                                  int64_t depth_multiplier,
                                  ConvLayerOptions options)
-    : ConvND(2, filters, std::move(kernel_size), std::move(options)),
+    : ConvND("separable_conv2d", 2, filters, std::move(kernel_size),
+             std::move(options)),
       multiplier_(depth_multiplier) {
-  set_name(options_.name.empty() ? "separable_conv2d" : options_.name);
+  check_at_least_one(name(), "depth_multiplier", multiplier_);
 }
 
 void SeparableConv2D::build(const Shape& input_shape) {
   check_rank4(name(), input_shape);
   const int64_t c = input_shape[channel_axis(4)];
-  const int64_t k = product(kernel_size_);
+  const int64_t k = product(name(), kernel_size_);
   const bool last = channels_last(options_.data_format);
+  const int64_t middle = depthwise_channels(name(), c, multiplier_);
   const Shape depthwise = depthwise_shape(kernel_size_, c, multiplier_, last);
-  const Shape pointwise = last ? Shape{1, 1, c * multiplier_, filters_}
-                               : Shape{filters_, c * multiplier_, 1, 1};
+  const Shape pointwise =
+      last ? Shape{1, 1, middle, filters_} : Shape{filters_, middle, 1, 1};
   kernel_ = add_weight(
       "depthwise_kernel",
-      options_.kernel_initializer(depthwise, k, k * multiplier_, float32));
-  pointwise_ = add_weight("pointwise_kernel",
-                          options_.kernel_initializer(
-                              pointwise, c * multiplier_, filters_, float32));
+      options_.kernel_initializer(
+          depthwise, k,
+          checked_mul(k, multiplier_, name(), "the kernel's fan-out"),
+          float32));
+  pointwise_ = add_weight(
+      "pointwise_kernel",
+      options_.kernel_initializer(pointwise, middle, filters_, float32));
   if (options_.use_bias)
-    bias_ =
-        add_weight("bias", options_.bias_initializer(
-                               {filters_}, c * multiplier_, filters_, float32));
+    bias_ = add_weight("bias", options_.bias_initializer({filters_}, middle,
+                                                         filters_, float32));
 }
 
 Tensor SeparableConv2D::forward(const Tensor& x) {

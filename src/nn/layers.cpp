@@ -121,6 +121,7 @@ Tensor Pool::forward(const Tensor& x) {
 }
 
 void Sequential::append(std::shared_ptr<Module> layer) {
+  check_child(layer.get());
   // Keras naming: the type, then type_1, type_2, ... among this model's layers
   // (a name given explicitly is kept).
   if (layer->name() == layer->type()) {

@@ -40,7 +40,26 @@ Variable Module::add_weight(const std::string& name, const Tensor& value,
   return v;
 }
 
+namespace {
+bool contains(const Module& module, const Module* target) {
+  for (const auto& child : module.children())
+    if (child.get() == target || contains(*child, target)) return true;
+  return false;
+}
+}  // namespace
+
+void Module::check_child(const Module* child) const {
+  if (child == nullptr)
+    throw op_error<ValueError>(name_, "expected a layer, got null");
+  // A module inside itself would recurse without end on every call.
+  if (child == this || contains(*child, this))
+    throw op_error<ValueError>(
+        name_, "expected a layer that does not contain \"", name_, "\", got \"",
+        child->name(), "\", which does");
+}
+
 void Module::add_child(std::shared_ptr<Module> child) {
+  check_child(child.get());
   for (const auto& c : children_)
     if (c->name() == child->name())
       throw op_error<ValueError>(name_, "expected unique layer names, got \"",

@@ -42,6 +42,8 @@ RecurrentCell::RecurrentCell(std::string type, int64_t units, int64_t gates,
       units_(units) {
   if (units <= 0)
     throw op_error<ValueError>(name(), "expected units > 0, got ", units);
+  // gates_ * units_ is every projection's width.
+  checked_mul(gates, units, name(), "the gates' width (gates * units)");
   for (double rate : {options_.dropout, options_.recurrent_dropout})
     if (!(rate >= 0 && rate < 1))
       throw op_error<ValueError>(

@@ -23,6 +23,20 @@ CommonOptions common_of(const O& o) {
   return {o.weight_decay, o.clipnorm, o.clipvalue, o.global_clipnorm};
 }
 
+// A decay rate past 1 grows its average without bound, and NaN poisons it.
+void check_rate(const std::string& who, const char* what, double rate) {
+  if (!(rate >= 0 && rate <= 1))
+    throw op_error<ValueError>(who, "expected ", what, " in [0, 1], got ",
+                               rate);
+}
+
+// With epsilon 0 a parameter whose gradients are all 0 divides 0 by 0.
+void check_epsilon(const std::string& who, double epsilon) {
+  if (!(std::isfinite(epsilon) && epsilon > 0))
+    throw op_error<ValueError>(who, "expected a finite epsilon > 0, got ",
+                               epsilon);
+}
+
 std::vector<std::string> names_if(
     std::initializer_list<std::pair<const char*, bool>> names) {
   std::vector<std::string> out;
@@ -66,9 +80,7 @@ Momentum::Momentum(MomentumOptions options)
     : Optimizer("Momentum", options.learning_rate, common_of(options),
                 {"momentum"}),
       options_(std::move(options)) {
-  if (!(options_.momentum >= 0.0))
-    throw ValueError("[Momentum] expected momentum >= 0, got " +
-                     std::to_string(options_.momentum));
+  check_rate(name(), "momentum", options_.momentum);
 }
 
 void Momentum::update(const Tensor& g, Variable& w,
@@ -91,10 +103,7 @@ Adagrad::Adagrad(AdagradOptions options)
   if (!(options_.initial_accumulator_value >= 0.0))
     throw ValueError("[Adagrad] expected initial_accumulator_value >= 0, got " +
                      std::to_string(options_.initial_accumulator_value));
-  // With epsilon 0 a parameter whose gradients are all 0 divides 0 by 0.
-  if (!(std::isfinite(options_.epsilon) && options_.epsilon > 0))
-    throw op_error<ValueError>("Adagrad", "expected a finite epsilon > 0, got ",
-                               options_.epsilon);
+  check_epsilon(name(), options_.epsilon);
 }
 
 std::vector<Tensor> Adagrad::initial_slots(const Variable& param) const {
@@ -114,7 +123,10 @@ void Adagrad::update(const Tensor& g, Variable& w, std::vector<Variable>& slots,
 Adadelta::Adadelta(AdadeltaOptions options)
     : Optimizer("Adadelta", options.learning_rate, common_of(options),
                 {"accumulated_grad", "accumulated_delta_var"}),
-      options_(std::move(options)) {}
+      options_(std::move(options)) {
+  check_rate(name(), "rho", options_.rho);
+  check_epsilon(name(), options_.epsilon);
+}
 
 void Adadelta::update(const Tensor& g, Variable& w,
                       std::vector<Variable>& slots, double lr) {
@@ -135,9 +147,9 @@ RMSProp::RMSProp(RMSPropOptions options)
                           {"momentum", options.momentum > 0.0},
                           {"average_gradient", options.centered}})),
       options_(std::move(options)) {
-  if (!(options_.momentum >= 0.0))
-    throw ValueError("[RMSProp] expected momentum >= 0, got " +
-                     std::to_string(options_.momentum));
+  check_rate(name(), "rho", options_.rho);
+  check_rate(name(), "momentum", options_.momentum);
+  check_epsilon(name(), options_.epsilon);
 }
 
 void RMSProp::update(const Tensor& g, Variable& w, std::vector<Variable>& slots,

@@ -1,8 +1,10 @@
 // tpf::summary::FileWriter: tensorflow.Event protos in a TFRecord file.
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <climits>
 #include <cmath>
 #include <condition_variable>
 #include <filesystem>
@@ -91,8 +93,14 @@ struct FileWriter::State {
                  .string()),
         records(path) {}
 
-  void write(pb::Event& event) {
+  void write(pb::Event& event, const char* op) {
     event.set_wall_time(wall_time());
+    // Protocol buffers serialize no message of 2 GiB or more: they give an
+    // empty string, which would be written as an empty record.
+    const size_t bytes = event.ByteSizeLong();
+    if (bytes > size_t(INT_MAX))
+      throw op_error<ValueError>(op, "expected an event under 2 GiB, got ",
+                                 bytes, " bytes");
     const std::string record = event.SerializeAsString();
     std::lock_guard lock(mutex);
     if (closed)
@@ -111,7 +119,10 @@ struct FileWriter::State {
   }
 
   void run_flusher() {
-    const auto period = std::chrono::duration<double>(options.flush_secs);
+    // A period past a century (flush_secs may be inf) is "never": one that
+    // overflowed the clock would wake the loop at once, over and over.
+    const auto period = std::chrono::duration_cast<std::chrono::nanoseconds>(
+        std::chrono::duration<double>(std::min(options.flush_secs, 3.2e9)));
     std::unique_lock lock(mutex);
     while (!closed) {
       wake.wait_for(lock, period);
@@ -146,7 +157,7 @@ FileWriter::FileWriter(const std::string& logdir, FileWriterOptions options) {
   state_ = std::make_unique<State>(logdir, std::move(options));
   pb::Event version;
   version.set_file_version("brain.Event:2");
-  state().write(version);
+  state().write(version, kOp);
   // The version event alone tells TensorBoard the file exists.
   flush();
   state_->flusher = std::thread([s = state_.get()] { s->run_flusher(); });
@@ -176,7 +187,7 @@ void FileWriter::scalar(std::string_view tag, double value, int64_t step) {
   pb::Event event;
   event.set_step(step);
   new_value(event, tag).set_simple_value(static_cast<float>(value));
-  state().write(event);
+  state().write(event, "summary.scalar");
 }
 
 void FileWriter::scalar(std::string_view tag, const Tensor& value,
@@ -211,7 +222,7 @@ void FileWriter::histogram(std::string_view tag, const Tensor& values,
   histo->mutable_bucket_limit()->Add(h.bucket_limit.begin(),
                                      h.bucket_limit.end());
   histo->mutable_bucket()->Add(h.bucket.begin(), h.bucket.end());
-  state().write(event);
+  state().write(event, "summary.histogram");
 }
 
 void FileWriter::image(std::string_view tag, const Tensor& images, int64_t step,
@@ -239,7 +250,7 @@ void FileWriter::image(std::string_view tag, const Tensor& images, int64_t step,
         batch.images[i].data(), static_cast<int>(batch.height),
         static_cast<int>(batch.width), static_cast<int>(batch.channels)));
   }
-  state().write(event);
+  state().write(event, "summary.image");
 }
 
 void FileWriter::text(std::string_view tag, std::string_view text,
@@ -254,7 +265,7 @@ void FileWriter::text(std::string_view tag, std::string_view text,
   tensor->set_dtype(pb::DT_STRING);
   tensor->mutable_tensor_shape();
   tensor->add_string_val(std::string(text));
-  state().write(event);
+  state().write(event, "summary.text");
 }
 
 FileWriter::State& FileWriter::state() const {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <new>
 
 #include "core/op_error.hpp"
 #include "tapeflow/ops/shape.hpp"
@@ -58,20 +59,33 @@ ImageBatch image_pixels(const Tensor& images, int max_outputs) {
                                "expected images of at least 1x1 pixels, "
                                "got shape ",
                                s.str());
+  // libpng's own limit on a side (PNG_USER_WIDTH_MAX and _HEIGHT_MAX), checked
+  // before the pixels are copied out, rather than after.
+  constexpr int64_t kLargestSide = 1000000;
+  if (batch.height > kLargestSide || batch.width > kLargestSide)
+    throw op_error<ValueError>(kOp, "expected images of at most ", kLargestSide,
+                               " pixels a side (PNG's limit), got shape ",
+                               s.str());
   const int64_t n = rank == 4 ? std::min<int64_t>(s[0], max_outputs) : 1;
   const int64_t per_image = batch.height * batch.width * batch.channels;
   // Only the images that are written are copied to the host.
   const Tensor kept =
       rank == 4 ? slice(images, {0, 0, 0, 0}, {n, s[1], s[2], s[3]}) : images;
-  batch.images.assign(n, std::vector<uint8_t>(per_image));
-  if (is_floating(t)) {
-    const auto v = kept.to_vector<double>();
-    for (size_t i = 0; i < v.size(); ++i)
-      batch.images[i / per_image][i % per_image] = pixel_of_float(v[i], i);
-  } else {
-    const auto v = kept.to_vector<int64_t>();
-    for (size_t i = 0; i < v.size(); ++i)
-      batch.images[i / per_image][i % per_image] = pixel_of_int(v[i], i);
+  try {
+    batch.images.assign(n, std::vector<uint8_t>(per_image));
+    if (is_floating(t)) {
+      const auto v = kept.to_vector<double>();
+      for (size_t i = 0; i < v.size(); ++i)
+        batch.images[i / per_image][i % per_image] = pixel_of_float(v[i], i);
+    } else {
+      const auto v = kept.to_vector<int64_t>();
+      for (size_t i = 0; i < v.size(); ++i)
+        batch.images[i / per_image][i % per_image] = pixel_of_int(v[i], i);
+    }
+  } catch (const std::bad_alloc&) {
+    throw op_error<ResourceExhaustedError>(
+        kOp, "expected images whose pixels fit in host memory, got ", n,
+        " of shape ", kept.shape().str());
   }
   return batch;
 }

@@ -12,8 +12,12 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
+
+#include "tapeflow/core/error.hpp"
 
 namespace tapeflow::data::detail {
 
@@ -72,23 +76,38 @@ class InterOpPool {
   }
 
  private:
+  // As many of the n threads as the system will start: fewer where it
+  // refuses some (a process or container thread limit), an error where it
+  // refuses all.
   explicit InterOpPool(int n) {
-    g_inter_op_pool_size = n;
-    for (int i = 0; i < n; ++i) {
-      std::thread([this] {
-        on_pool_thread() = true;
-        for (;;) {
-          std::function<void()> task;
-          {
-            std::unique_lock lock(mu_);
-            wake_.wait(lock, [&] { return !tasks_.empty(); });
-            task = std::move(tasks_.front());
-            tasks_.pop_front();
-          }
-          task();
-        }
-      }).detach();
+    int started = 0;
+    for (; started < n; ++started) {
+      try {
+        start_thread();
+      } catch (const std::system_error& e) {
+        if (started > 0) break;
+        throw ResourceExhaustedError(
+            std::string("[inter_op_pool] expected to start a thread, got ") +
+            e.what());
+      }
     }
+    g_inter_op_pool_size = started;
+  }
+
+  void start_thread() {
+    std::thread([this] {
+      on_pool_thread() = true;
+      for (;;) {
+        std::function<void()> task;
+        {
+          std::unique_lock lock(mu_);
+          wake_.wait(lock, [&] { return !tasks_.empty(); });
+          task = std::move(tasks_.front());
+          tasks_.pop_front();
+        }
+        task();
+      }
+    }).detach();
   }
 
   std::mutex mu_;

@@ -82,7 +82,10 @@ class Module {
   /** Registers a weight under `name` and returns it. */
   Variable add_weight(const std::string& name, const Tensor& value,
                       bool trainable = true);
+  /** Registers a sub-module, after check_child. */
   void add_child(std::shared_ptr<Module> child);
+  /** ValueError where `child` is null or contains this module. */
+  void check_child(const Module* child) const;
   void mark_built() { built_ = true; }
 
  private:

@@ -113,14 +113,19 @@ BatchNormResult fused_batch_norm(const Tensor& x, const Tensor& scale,
   }
   auto [y, m, v] = apply(FusedBatchNorm{epsilon, true}, {x, s, o});
   NoGradGuard no_grad;
-  const double n = static_cast<double>(x.numel() / x.shape()[1]);
-  if (running_mean.defined()) {
+  const int64_t channels = x.shape()[1];
+  const int64_t per_channel = channels == 0 ? 0 : x.numel() / channels;
+  if (running_mean.defined())
     channel_param(running_mean, x, 0.0, "running_mean");
+  if (running_var.defined()) channel_param(running_var, x, 1.0, "running_var");
+  // A batch of no elements (an empty last batch) has no statistics to fold
+  // in: the running ones stay as they were, as in PyTorch, not NaN forever.
+  if (per_channel == 0) return {y, m, v};
+  const double n = static_cast<double>(per_channel);
+  if (running_mean.defined())
     write_into(running_mean, running_mean * momentum + m * (1.0 - momentum),
                kFused);
-  }
   if (running_var.defined()) {
-    channel_param(running_var, x, 1.0, "running_var");
     const double bessel = n > 1 ? n / (n - 1) : 1.0;
     write_into(running_var,
                running_var * momentum + v * (bessel * (1.0 - momentum)),

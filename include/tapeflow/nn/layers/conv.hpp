@@ -1,5 +1,6 @@
 #pragma once
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "tapeflow/nn/conv.hpp"
@@ -36,6 +37,9 @@ class ConvND : public Module {
   const Variable& bias() const { return bias_; }
 
  protected:
+  /** A layer of its own type ("depthwise_conv2d", ...) over the same core. */
+  ConvND(std::string type, int spatial, int64_t filters,
+         std::vector<int64_t> kernel_size, ConvLayerOptions options);
   void build(const Shape& input_shape) override;
   int64_t channel_axis(int64_t rank) const;
   ConvOptions conv_options() const;

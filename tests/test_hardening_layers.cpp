@@ -1,0 +1,148 @@
+// Hostile but realistic arguments to layers, models and the thread
+// settings: each is a tapeflow::Error naming the layer or setting, where the
+// argument alone decides it at construction (never a SIGFPE, a wrapped size,
+// a segfault at the first call or an aborted process), and an empty batch
+// leaves batch norm's statistics as they were.
+#include <cmath>
+#include <cstdint>
+#include <memory>
+
+#include "support/check.hpp"
+
+namespace nn = tpf::nn;
+using testing::expect_error;
+
+TEST_CASE("convolution layers refuse filters, groups and multipliers < 1") {
+  expect_error<tpf::ValueError>(
+      [] {
+        nn::Conv2D(2, {3, 3}, {.groups = 0});
+      },
+      "[conv2d] expected groups >= 1, got 0");
+  expect_error<tpf::ValueError>([] { nn::Conv1D(2, 3, {.groups = -2}); },
+                                "[conv1d] expected groups >= 1, got -2");
+  expect_error<tpf::ValueError>([] { nn::Conv3D(0, {3}); },
+                                "[conv3d] expected filters >= 1, got 0");
+  expect_error<tpf::ValueError>(
+      [] {
+        nn::Conv2DTranspose(-1, {3, 3});
+      },
+      "[conv2d_transpose] expected filters >= 1, got -1");
+  expect_error<tpf::ValueError>(
+      [] {
+        nn::DepthwiseConv2D({3, 3}, 0);
+      },
+      "[depthwise_conv2d] expected depth_multiplier >= 1, got 0");
+  expect_error<tpf::ValueError>(
+      [] {
+        nn::SeparableConv2D(4, {3, 3}, -1);
+      },
+      "[separable_conv2d] expected depth_multiplier >= 1, got -1");
+  expect_error<tpf::ValueError>(
+      [] {
+        nn::SeparableConv2D(4, {3, 3}, 1, {.groups = 0});
+      },
+      "[separable_conv2d] expected groups >= 1, got 0");
+  // Each layer is named for its own type, so that two in a model are
+  // numbered rather than clashing.
+  nn::Sequential model;
+  model.add(nn::DepthwiseConv2D({3, 3}));
+  model.add(nn::DepthwiseConv2D({3, 3}));
+  CHECK(model.children()[1]->name() == "depthwise_conv2d_1");
+  CHECK(model(tpf::ones({1, 2, 7, 7})).shape() == tpf::Shape{1, 2, 3, 3});
+}
+
+TEST_CASE(
+    "layer sizes whose products overflow int64 are refused, not wrapped") {
+  // 4 channels * 2^62 is 2^64, which wrapped to an empty layer.
+  nn::DepthwiseConv2D depthwise({3, 3}, int64_t{1} << 62);
+  expect_error<tpf::ValueError>(
+      [&] {
+        (void)depthwise(tpf::ones({1, 4, 5, 5}));
+      },
+      "[depthwise_conv2d] expected channels * depth_multiplier to fit in "
+      "int64, got 4 * 4611686018427387904");
+  nn::SeparableConv2D separable(2, {3, 3}, int64_t{1} << 62);
+  expect_error<tpf::ValueError>(
+      [&] {
+        (void)separable(tpf::ones({1, 4, 5, 5}));
+      },
+      "[separable_conv2d] expected channels * depth_multiplier to fit in "
+      "int64");
+  nn::Conv2D wide(int64_t{1} << 62, {3, 3});
+  expect_error<tpf::ValueError>(
+      [&] {
+        (void)wide(tpf::ones({1, 1, 5, 5}));
+      },
+      "[conv2d] expected the kernel's fan-out to fit "
+      "in int64");
+  nn::Conv2D huge_kernel(1, {int64_t{1} << 40, int64_t{1} << 40});
+  expect_error<tpf::ValueError>(
+      [&] {
+        (void)huge_kernel(tpf::ones({1, 1, 5, 5}));
+      },
+      "[conv2d] expected the kernel's size to fit in int64");
+  expect_error<tpf::ValueError>(
+      [] { nn::LSTM(int64_t{1} << 61); },
+      "[lstm_cell] expected the gates' width (gates * units) to fit in int64");
+}
+
+TEST_CASE("batch norm over no channels, and over an empty batch") {
+  // C = 0: an empty output, where the running statistics' count divided by 0.
+  const auto empty =
+      nn::fused_batch_norm(tpf::ones({2, 0, 3}), {}, {}, 1e-3, true,
+                           tpf::zeros({0}), tpf::ones({0}));
+  CHECK(empty.y.shape() == tpf::Shape{2, 0, 3});
+  nn::BatchNormalization no_channels;
+  CHECK(no_channels(tpf::ones({2, 0, 3})).numel() == 0);
+  // An empty last batch leaves the moving statistics as they were (PyTorch);
+  // they went NaN, and with them every later inference.
+  nn::BatchNormalization bn;
+  (void)bn(tpf::full({4, 3}, 2.0));
+  const auto before = bn.named_variables();
+  std::vector<std::vector<float>> kept;
+  for (const auto& [name, v] : before) kept.push_back(v.to_vector<float>());
+  (void)bn(tpf::ones({0, 3}));
+  const auto after = bn.named_variables();
+  for (size_t i = 0; i < after.size(); ++i) {
+    CAPTURE(after[i].first);
+    CHECK(after[i].second.to_vector<float>() == kept[i]);
+  }
+  bn.eval();
+  for (float y : bn(tpf::full({1, 3}, 2.0)).to_vector<float>())
+    CHECK(std::isfinite(y));
+}
+
+TEST_CASE("a null layer, or a model inside itself, is refused") {
+  nn::Sequential model;
+  expect_error<tpf::ValueError>([&] { model.append(nullptr); },
+                                "[sequential] expected a layer, got null");
+  expect_error<tpf::ValueError>(
+      [] { nn::Bidirectional(std::shared_ptr<nn::RNN>(), {}); },
+      "[bidirectional] expected a recurrent layer, got null");
+  auto outer = std::make_shared<nn::Sequential>("outer");
+  auto inner = std::make_shared<nn::Sequential>("inner");
+  inner->add(nn::Dense(2));
+  outer->append(inner);
+  expect_error<tpf::ValueError>(
+      [&] { outer->append(outer); },
+      "[outer] expected a layer that does not contain \"outer\", got "
+      "\"outer\", which does");
+  expect_error<tpf::ValueError>(
+      [&] { inner->append(outer); },
+      "[inner] expected a layer that does not contain \"inner\", got "
+      "\"outer\", which does");
+  CHECK(outer->children().size() == 1);
+  CHECK((*outer)(tpf::ones({1, 3})).shape() == tpf::Shape{1, 2});
+}
+
+TEST_CASE("thread counts past any machine are refused before any starts") {
+  for (int n : {0, -1, 4097, 1 << 30}) {
+    CAPTURE(n);
+    expect_error<tpf::ValueError>(
+        [n] { tpf::config::set_inter_op_threads(n); },
+        "[set_inter_op_threads] expected a thread count in [1, 4096], got");
+    expect_error<tpf::ValueError>(
+        [n] { tpf::config::set_intra_op_threads(n); },
+        "[set_intra_op_threads] expected a thread count in [1, 4096], got");
+  }
+}
