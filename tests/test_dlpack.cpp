@@ -262,6 +262,11 @@ TEST_CASE(
   expect_error(
       "[from_dlpack] expected data + byte_offset aligned to the item size 8, "
       "got an address 3 bytes past it (byte_offset 3)");
+  // An offset that wraps the pointer around to 8 bytes before the buffer.
+  dl.byte_offset = UINT64_MAX - 7;
+  expect_error(
+      "[from_dlpack] expected data + byte_offset + 32 bytes within "
+      "the address space, got data ");
   dl.byte_offset = 0;
 
   // uint8 values other than 0 and 1 are not bools.

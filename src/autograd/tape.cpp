@@ -364,6 +364,9 @@ std::vector<Tensor> GradientTape::gradient(const Tensor& target,
         throw DeviceError("[gradient] expected output_gradients on " +
                           target.device().str() + ", got " +
                           seed.device().str());
+      if (!is_floating(seed.dtype()))
+        throw DTypeError("[gradient] expected floating output_gradients, got " +
+                         std::string(dtype_name(seed.dtype())));
       // Gradient rules see every gradient in its tensor's dtype (fit_to);
       // a fused one such as TanhGrad reads both inputs in the first's.
       grads[target_slot] =

@@ -127,6 +127,8 @@ class CustomNode final : public autograd::Node {
 std::vector<Tensor> custom_gradient(
     const std::function<CustomResult(const std::vector<Tensor>&)>& forward,
     const std::vector<Tensor>& inputs) {
+  if (!forward)
+    throw ValueError("[custom_gradient] expected a forward function, got none");
   CustomResult r;
   {
     NoGradGuard no_grad;

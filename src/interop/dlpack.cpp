@@ -253,7 +253,18 @@ Tensor from_dlpack(DLManagedTensor* managed) {
   if (!dl.data)
     throw op_error<ValueError>("from_dlpack", "expected data for ", numel,
                                " elements, got a null pointer");
-  void* data = static_cast<char*>(dl.data) + dl.byte_offset;
+  // The view's bytes must lie within the address space: an offset that
+  // wraps the pointer around points before the buffer.
+  uintptr_t start = 0;
+  if (__builtin_add_overflow(reinterpret_cast<uintptr_t>(dl.data),
+                             dl.byte_offset, &start) ||
+      start > UINTPTR_MAX - static_cast<uint64_t>(bytes))
+    throw op_error<ValueError>("from_dlpack", "expected data + byte_offset + ",
+                               bytes,
+                               " bytes within the address space, got data ",
+                               reinterpret_cast<uintptr_t>(dl.data),
+                               " and byte_offset ", dl.byte_offset);
+  void* data = reinterpret_cast<void*>(start);
   // Kernels read T through T*: a start between two elements is no T there.
   if (reinterpret_cast<uintptr_t>(data) % itemsize(dtype) != 0)
     throw op_error<ValueError>(

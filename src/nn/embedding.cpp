@@ -18,6 +18,9 @@ Embedding::Embedding(int64_t input_dim, int64_t output_dim,
     throw op_error<ValueError>(name(),
                                "expected input_dim and output_dim > 0, got ",
                                input_dim, " and ", output_dim);
+  if (!is_floating(options_.dtype))
+    throw op_error<DTypeError>(name(), "expected a floating dtype, got ",
+                               dtype_name(options_.dtype));
   // Built now: the table's shape does not depend on the ids.
   embeddings_ = add_weight("embeddings", options_.embeddings_initializer(
                                              {input_dim, output_dim}, input_dim,

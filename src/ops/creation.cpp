@@ -103,6 +103,10 @@ Tensor detail::arange_integral(int64_t start, int64_t stop, int64_t step,
 Tensor detail::arange_floating(double start, double stop, double step,
                                DType dtype) {
   if (step == 0) throw ValueError("[arange] expected a non-zero step, got 0");
+  // NaN anywhere counts nothing in the line below: NumPy refuses it.
+  if (std::isnan(start) || std::isnan(stop) || std::isnan(step))
+    throw op_error<ValueError>("arange", "expected numbers, got [", start, ", ",
+                               stop, ") in steps of ", step);
   const double n = std::max(0.0, std::ceil((stop - start) / step));
   if (!(n < 9.2e18))
     throw op_error<ValueError>("arange",

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "core/op_error.hpp"
 #include "tapeflow/creation.hpp"
 #include "tapeflow/ops/math.hpp"
 
@@ -27,6 +28,10 @@ Tensor clip_by_norm(const Tensor& t, double clip_norm, const Axes& axes) {
   if (!(clip_norm >= 0.0))
     throw ValueError("[clip_by_norm] expected clip_norm >= 0, got " +
                      std::to_string(clip_norm));
+  for (int64_t axis : axes)
+    if (axis < -t.rank() || axis >= t.rank())
+      throw op_error<IndexError>("clip_by_norm", "expected axes in [",
+                                 -t.rank(), ", ", t.rank(), "), got ", axis);
   // As TensorFlow: a zero norm gives a zero gradient, never a NaN.
   const Tensor l2sum = sum(t * t, axes, /*keepdims=*/true);
   const Tensor positive = l2sum > zeros_like(l2sum);
@@ -50,6 +55,10 @@ std::pair<std::vector<Tensor>, Tensor> clip_by_global_norm(
   if (!(clip_norm >= 0.0))
     throw ValueError("[clip_by_global_norm] expected clip_norm >= 0, got " +
                      std::to_string(clip_norm));
+  if (use_norm.defined() && use_norm.rank() != 0)
+    throw op_error<ShapeError>("clip_by_global_norm",
+                               "expected a scalar use_norm, got shape ",
+                               use_norm.shape().str());
   const Tensor norm = use_norm.defined() ? use_norm : global_norm(ts);
   // scale + (norm - norm): NaN when the norm is inf or NaN, as TensorFlow.
   const Tensor scale =

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <exception>
 #include <iterator>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -421,10 +422,21 @@ Dataset<std::tuple<int64_t, T>> Dataset<T>::enumerate(int64_t start) const {
   return Dataset<E>(
       [up, start] {
         return detail::make_fn_iterator<E>(
-            [in = up.make_impl(), i = start]() mutable -> std::optional<E> {
+            [in = up.make_impl(), i = start,
+             past_end = false]() mutable -> std::optional<E> {
               std::optional<T> x = in->next();
               if (!x) return std::nullopt;
-              return E{i++, std::move(*x)};
+              // The count stops at INT64_MAX rather than wrapping.
+              if (past_end)
+                throw ValueError(
+                    "[enumerate] expected counts up to 2^63 - 1, got one "
+                    "more element");
+              const int64_t count = i;
+              if (i == std::numeric_limits<int64_t>::max())
+                past_end = true;
+              else
+                ++i;
+              return E{count, std::move(*x)};
             });
       },
       cardinality_);

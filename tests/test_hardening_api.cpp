@@ -1,10 +1,12 @@
-// Hostile but realistic arguments to layers, models and the thread
-// settings: each is a tapeflow::Error naming the layer or setting, where the
-// argument alone decides it at construction (never a SIGFPE, a wrapped size,
-// a segfault at the first call or an aborted process), and an empty batch
+// Hostile but realistic arguments to layers, models, the thread settings and
+// the functions around training: each is a tapeflow::Error naming the layer,
+// setting or function the user called, at construction where the argument
+// alone decides it (never a SIGFPE, a wrapped size, a segfault at the first
+// call, an aborted process or another function's name), and an empty batch
 // leaves batch norm's statistics as they were.
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <memory>
 
 #include "support/check.hpp"
@@ -145,4 +147,39 @@ TEST_CASE("thread counts past any machine are refused before any starts") {
         [n] { tpf::config::set_intra_op_threads(n); },
         "[set_intra_op_threads] expected a thread count in [1, 4096], got");
   }
+}
+
+TEST_CASE("errors name the function called, not the ops inside it") {
+  const auto v = tpf::ones({3});
+  expect_error<tpf::ShapeError>(
+      [&] { (void)tpf::optim::clip_by_global_norm({v}, 1.0, tpf::ones({3})); },
+      "[clip_by_global_norm] expected a scalar use_norm, got shape (3,)");
+  expect_error<tpf::IndexError>(
+      [&] { (void)tpf::optim::clip_by_norm(v, 1.0, {5}); },
+      "[clip_by_norm] expected axes in [-1, 1), got 5");
+  expect_error<tpf::DTypeError>(
+      [] { nn::Embedding(10, 4, {.dtype = tpf::int32}); },
+      "[embedding] expected a floating dtype, got int32");
+  tpf::GradientTape tape;
+  tape.watch(v);
+  const auto y = tpf::sum(v * 2.0);
+  expect_error<tpf::DTypeError>(
+      [&] { (void)tape.gradient(y, {v}, {tpf::constant("seed")}); },
+      "[gradient] expected floating output_gradients, got string");
+  expect_error<tpf::ValueError>(
+      [&] { (void)tpf::custom_gradient({}, {v}); },
+      "[custom_gradient] expected a forward function, got none");
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  expect_error<tpf::ValueError>([&] { (void)tpf::arange<double>(0, nan, 1); },
+                                "[arange] expected numbers, got [0, nan)");
+}
+
+TEST_CASE("enumerate stops at 2^63 - 1 rather than wrapping") {
+  constexpr int64_t top = std::numeric_limits<int64_t>::max();
+  auto it = tpf::data::range(3).enumerate(top - 1).make_iterator();
+  CHECK(std::get<0>(*it.get_next()) == top - 1);
+  CHECK(std::get<0>(*it.get_next()) == top);
+  expect_error<tpf::ValueError>(
+      [&] { (void)it.get_next(); },
+      "[enumerate] expected counts up to 2^63 - 1, got one more element");
 }
