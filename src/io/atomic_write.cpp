@@ -3,7 +3,9 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -21,7 +23,11 @@ namespace {
 }  // namespace
 
 std::string temp_path_for(const std::string& path) {
-  return path + ".tmp-" + std::to_string(::getpid());
+  // The pid first (remove_stale_temps reads it), then a count of this
+  // process's writes: two threads saving one path must not share a file.
+  static std::atomic<uint64_t> writes{0};
+  return path + ".tmp-" + std::to_string(::getpid()) + "-" +
+         std::to_string(writes.fetch_add(1));
 }
 
 void fsync_path(const std::string& path, bool directory, const char* op) {

@@ -5,7 +5,10 @@
 
 namespace tapeflow::io::detail {
 
-/** "<path>.tmp-<pid>": where write_atomically() writes before renaming. */
+/**
+ * "<path>.tmp-<pid>-<k>", k counting this process's writes: where
+ * write_atomically() writes before renaming.
+ */
 std::string temp_path_for(const std::string& path);
 
 /**

@@ -55,7 +55,7 @@ std::vector<std::pair<int64_t, fs::path>> list_checkpoints(
 }
 
 /**
- * Removes "ckpt-<n>.npz.tmp-<pid>[.XXXXXX]" files left by processes that no
+ * Removes "ckpt-<n>.npz.tmp-<pid>-<k>[.XXXXXX]" files left by processes that no
  * longer exist (killed during a save).
  */
 void remove_stale_temps(const std::string& dir) {

@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/checked.hpp"
 #include "core/op_error.hpp"
 #include "example.pb.h"
+#include "ops/composite.hpp"
 #include "tapeflow/creation.hpp"
 
 namespace tapeflow::io {
@@ -68,7 +70,7 @@ Column make_column(const std::string& name, const FeatureSpec& spec,
             "feature ",
             quoted(name), ", got ", f->shape.str());
     c.shape = f->shape;
-    c.count = f->shape.numel();
+    c.count = checked_numel(f->shape, op);
     if (f->default_value) {
       const Feature& d = *f->default_value;
       const size_t n = list_size(d);
@@ -211,8 +213,9 @@ void parse_into(pb::Example& ex, std::string_view bytes, const Record& r) {
         " bytes that do not parse as one (record ", r.index, ")");
 }
 
-ParsedFeatures parse(std::span<const std::string_view> records,
-                     const FeatureSpecs& spec, bool batched, const char* op) {
+ParsedFeatures parse_records(std::span<const std::string_view> records,
+                             const FeatureSpecs& spec, bool batched,
+                             const char* op) {
   const auto batch = int64_t(records.size());
   std::vector<Column> columns;
   columns.reserve(spec.size());
@@ -223,7 +226,8 @@ ParsedFeatures parse(std::span<const std::string_view> records,
       if (batched) full.push_back(batch);
       for (int64_t d : c.shape) full.push_back(d);
       if (c.kind == kBytes)
-        c.strings.resize(size_t(batch * c.count));
+        c.strings.resize(
+            size_t(checked_mul(batch, c.count, op, "the batch's values")));
       else
         c.dense = empty(full, c.kind == kFloats ? float32 : int64);
     }
@@ -273,6 +277,13 @@ ParsedFeatures parse(std::span<const std::string_view> records,
   return out;
 }
 
+/** parse_records, an allocation too large for memory named as `op`. */
+ParsedFeatures parse(std::span<const std::string_view> records,
+                     const FeatureSpecs& spec, bool batched, const char* op) {
+  return composite(op,
+                   [&] { return parse_records(records, spec, batched, op); });
+}
+
 }  // namespace
 
 std::string FeatureDType::name() const {
@@ -304,6 +315,12 @@ std::string serialize_example(const Features& features) {
       for (const auto& s : std::get<kBytes>(values)) list.Add()->assign(s);
     }
   }
+  // protobuf refuses messages of 2 GiB or more: SerializeAsString would log
+  // that and return "", which reads back as an Example without features.
+  if (const size_t bytes = ex.ByteSizeLong(); bytes > size_t(INT32_MAX))
+    throw op_error<ValueError>("serialize_example",
+                               "expected an Example under 2 GiB, got ", bytes,
+                               " bytes");
   return ex.SerializeAsString();
 }
 

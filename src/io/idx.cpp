@@ -13,6 +13,8 @@
 #include <memory>
 #include <vector>
 
+#include "core/checked.hpp"
+#include "core/op_error.hpp"
 #include "tapeflow/creation.hpp"
 
 namespace tapeflow::io {
@@ -250,6 +252,26 @@ MnistBytes load_mnist_bytes(const std::string& dir,
 }
 
 namespace {
+/**
+ * Refuses a MnistBytes whose public fields disagree (a user may fill them):
+ * fewer pixel bytes than labels x height x width would be read past.
+ */
+void check_fields(const MnistBytes& m) {
+  constexpr const char* op = "mnist_images";
+  if (m.labels.defined() && m.labels.rank() != 1)
+    throw op_error<ShapeError>(op, "expected 1-d labels, got shape ",
+                               m.labels.shape().str());
+  if (m.height < 0 || m.width < 0)
+    throw op_error<ValueError>(op, "expected height and width >= 0, got ",
+                               m.height, " and ", m.width);
+  const int64_t plane = checked_mul(m.height, m.width, op, "an image's pixels");
+  const int64_t need = checked_mul(m.size(), plane, op, "the pixel bytes");
+  if (m.pixels.size() < uint64_t(need))
+    throw op_error<ValueError>(op, "expected ", m.size(), " x ", m.height,
+                               " x ", m.width, " = ", need,
+                               " pixel bytes, got ", m.pixels.size());
+}
+
 /** Row `index` of `pixels` scaled to [0, 1] into `dst`. */
 void scale_image(const MnistBytes& m, int64_t index, float* dst) {
   const int64_t plane = m.height * m.width;
@@ -259,6 +281,7 @@ void scale_image(const MnistBytes& m, int64_t index, float* dst) {
 }  // namespace
 
 Tensor MnistBytes::images(int64_t begin, int64_t count) const {
+  check_fields(*this);
   if (begin < 0 || count < 0 || begin > size() || count > size() - begin)
     throw IndexError("[mnist_images] expected a range inside [0, " +
                      std::to_string(size()) + "), got " +
@@ -271,6 +294,7 @@ Tensor MnistBytes::images(int64_t begin, int64_t count) const {
 }
 
 Tensor MnistBytes::images(const Tensor& indices) const {
+  check_fields(*this);
   if (indices.dtype() != int64 || indices.rank() != 1)
     throw DTypeError("[mnist_images] expected 1-d int64 indices, got " +
                      std::string(dtype_name(indices.dtype())) + " " +

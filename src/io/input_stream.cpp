@@ -194,6 +194,8 @@ bool InputStream::fill() {
       zs_.next_in = const_cast<unsigned char*>(chunk.data());
       zs_.avail_in = static_cast<uInt>(chunk.size());
     }
+    // An empty file holds no data, as Python's gzip and TensorFlow read it.
+    if (file_ended_ && zs_.avail_in == 0 && zs_.total_in == 0) break;
     if (stream_ended_) {
       // Concatenated gzip members (what `cat a.gz b.gz` makes) continue the
       // data; anything else after the end of a zlib stream is an error.

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <cstring>
 
 #include "tapeflow/core/error.hpp"
@@ -75,9 +76,14 @@ class Literal {
       size_t digits = 0;
       while (i_ < s_.size() &&
              std::isdigit(static_cast<unsigned char>(s_[i_]))) {
-        v = v * 10 + static_cast<uint64_t>(s_[i_++] - '0');
-        if (++digits > 15)
-          fail("a shape extent below 10^15", context(), where_);
+        // Any int64 extent: an empty array may have one of 2^50 (the data's
+        // byte count is checked apart).
+        const auto digit = static_cast<uint64_t>(s_[i_] - '0');
+        if (v > (uint64_t(INT64_MAX) - digit) / 10)
+          fail("a shape extent below 2^63", context(), where_);
+        v = v * 10 + digit;
+        ++i_;
+        ++digits;
       }
       if (!digits)
         fail("a non-negative integer in the header's shape", context(), where_);

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <span>
 
+#include "core/op_error.hpp"
 #include "crc32c_detail.hpp"
 #include "input_stream.hpp"
 #include "output_stream.hpp"
@@ -76,6 +77,14 @@ inline void check_data(const detail::InputStream& in, uint32_t stored,
   if (stored != actual) fail_data(in, stored, actual, length, data_start);
 }
 
+/** `stream`, or an IOError naming `op` when it was moved away. */
+template <class Stream>
+Stream& open_stream(const std::unique_ptr<Stream>& stream, const char* op) {
+  if (!stream)
+    throw op_error<IOError>(op, "expected an open file, got a moved-from ", op);
+  return *stream;
+}
+
 }  // namespace
 
 TFRecordReader::TFRecordReader(const std::string& path, Compression compression)
@@ -85,14 +94,14 @@ TFRecordReader::TFRecordReader(TFRecordReader&&) noexcept = default;
 TFRecordReader& TFRecordReader::operator=(TFRecordReader&&) noexcept = default;
 
 uint64_t TFRecordReader::offset() const {
-  return in_->offset();
+  return open_stream(in_, "TFRecordReader").offset();
 }
 const std::string& TFRecordReader::path() const {
-  return in_->path();
+  return open_stream(in_, "TFRecordReader").path();
 }
 
 bool TFRecordReader::read(std::string& record) {
-  detail::InputStream& in = *in_;
+  detail::InputStream& in = open_stream(in_, "TFRecordReader");
   const uint64_t start = in.offset();
   // Usually the whole record is already in the stream's buffer: then it is
   // parsed there and copied out once, its CRC taken during the copy.
@@ -178,21 +187,22 @@ TFRecordWriter& TFRecordWriter::operator=(TFRecordWriter&& other) noexcept {
 }
 
 void TFRecordWriter::write(std::string_view record) {
+  detail::OutputStream& out = open_stream(out_, "TFRecordWriter");
   unsigned char header[kHeaderBytes];
   store_u64(header, record.size());
   store_u32(header + 8, mask_crc32c(detail::crc32c_8(header)));
   unsigned char footer[4];
   store_u32(footer, mask_crc32c(crc32c(record)));
-  out_->write(header, kHeaderBytes);
-  out_->write(record.data(), record.size());
-  out_->write(footer, 4);
+  out.write(header, kHeaderBytes);
+  out.write(record.data(), record.size());
+  out.write(footer, 4);
 }
 
 void TFRecordWriter::flush() {
-  out_->flush();
+  open_stream(out_, "TFRecordWriter").flush();
 }
 void TFRecordWriter::close() {
-  out_->close();
+  if (out_) out_->close();
 }
 
 }  // namespace tapeflow::io

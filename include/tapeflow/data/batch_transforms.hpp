@@ -71,6 +71,13 @@ Dataset<T> Dataset<T>::padded_batch(
                      std::to_string(Traits::components) +
                      " padded shapes (one per component) or none, got " +
                      std::to_string(padded_shapes.size()));
+  for (const std::vector<int64_t>& shape : padded_shapes)
+    for (const int64_t extent : shape)
+      if (extent < -1)
+        throw ValueError(
+            "[padded_batch] expected padded extents >= 0, or -1 for the "
+            "longest, got " +
+            std::to_string(extent));
   if (padding_values.size() != 1 && padding_values.size() != Traits::components)
     throw ValueError("[padded_batch] expected 1 padding value or " +
                      std::to_string(Traits::components) +

@@ -241,12 +241,20 @@ class Coordinator {
    * requested, then at most `stop_grace_period` more for them to end, and
    * joins them. Threads still running then are detached and make a
    * ThreadsStillRunningError (what they use must outlive them); otherwise
-   * the first recorded error is rethrown, as the thread threw it.
+   * the first recorded error is rethrown, as the thread threw it. A thread
+   * of another Coordinator is a ValueError: this one's stop would not reach
+   * it, nor its end wake this join.
    */
   template <class Rep = int64_t, class Period = std::ratio<1>>
   void join(std::vector<CoordinatedThread>& threads,
             std::chrono::duration<Rep, Period> stop_grace_period =
                 std::chrono::seconds(120)) {
+    for (size_t i = 0; i < threads.size(); ++i)
+      if (threads[i].state_ && threads[i].state_ != state_)
+        throw ValueError(
+            "[Coordinator::join] expected threads made by this coordinator, "
+            "got thread " +
+            std::to_string(i) + " of another");
     auto all_ended = [&] {
       for (const CoordinatedThread& t : threads)
         if (t.thread_.joinable() && !*t.done_) return false;

@@ -60,7 +60,12 @@ class Dataset {
   /** Starts an epoch. */
   Iterator<T> make_iterator() const { return Iterator<T>(make_impl()); }
   /** Starts an epoch as a bare stage (for building transformations). */
-  std::unique_ptr<IteratorImpl<T>> make_impl() const { return (*factory_)(); }
+  std::unique_ptr<IteratorImpl<T>> make_impl() const {
+    if (!factory_)
+      throw ValueError(
+          "[Dataset] expected a dataset, got a moved-from one (no pipeline)");
+    return (*factory_)();
+  }
 
   /** Range-for: each loop is a new epoch. */
   typename Iterator<T>::RangeIterator begin() const {
@@ -156,7 +161,7 @@ class Dataset {
    * interleaved: cycle_length of them are open at once, and block_length
    * consecutive elements come from each in turn (TensorFlow's order). With
    * num_parallel_calls in 2..cycle_length (or kAutotune) that many threads
-   * read the open datasets ahead and open the next ones (calling f one at a
+   * (256 at most) read the open datasets ahead and open the next ones (calling f one at a
    * time); the order stays the same, and an exception comes out of
    * get_next() at its place in it.
    */
@@ -165,7 +170,9 @@ class Dataset {
                   int64_t num_parallel_calls = 1) const;
   /**
    * Produces up to buffer_size elements ahead on a background thread (through
-   * a FIFOQueue), so the upstream work overlaps the consumer's.
+   * a FIFOQueue), so the upstream work overlaps the consumer's. kAutotune
+   * (tf.data.AUTOTUNE) buffers as many elements as the inter-op pool has
+   * threads, two at least.
    */
   Dataset prefetch(int64_t buffer_size) const;
   /**
@@ -174,7 +181,7 @@ class Dataset {
    * its background thread, so host-to-device copies overlap the consumer's
    * compute (tf.data.experimental.prefetch_to_device). Put it last: the
    * elements come out on `device`. A failed copy (no such device) comes out
-   * of get_next() at that element's place.
+   * of get_next() at that element's place. buffer_size as for prefetch().
    */
   Dataset prefetch_to_device(Device device, int64_t buffer_size = 1) const;
   /**
@@ -461,6 +468,8 @@ Dataset<T> Dataset<T>::ignore_errors() const {
 
 template <class... Ts>
 Dataset<std::tuple<Ts...>> zip(const Dataset<Ts>&... datasets) {
+  static_assert(sizeof...(Ts) > 0,
+                "zip takes one dataset at least (tf.data.Dataset.zip)");
   using E = std::tuple<Ts...>;
   return Dataset<E>(
       [datasets...] {

@@ -49,7 +49,7 @@ class InterleaveIterator final : public IteratorImpl<U> {
         f_(std::move(f)),
         cycle_length_(static_cast<size_t>(cycle_length)),
         block_length_(block_length) {
-    workers_.start(workers, [this] { work(); });
+    workers_.start("interleave", workers, [this] { work(); });
   }
 
   ~InterleaveIterator() override { workers_.stop_and_join(); }

@@ -49,9 +49,7 @@ T copy_to_device(T value, Device device) {
 template <class T>
 Dataset<T> Dataset<T>::prefetch_to_device(Device device,
                                           int64_t buffer_size) const {
-  if (buffer_size < 1)
-    throw ValueError("[prefetch_to_device] expected buffer_size >= 1, got " +
-                     std::to_string(buffer_size));
+  buffer_size = detail::prefetch_buffer("prefetch_to_device", buffer_size);
   Dataset up = *this;
   return Dataset(
       [up, device, buffer_size]() -> std::unique_ptr<IteratorImpl<T>> {
@@ -63,8 +61,8 @@ Dataset<T> Dataset<T>::prefetch_to_device(Device device,
               if (!x) return std::nullopt;
               return detail::copy_to_device(std::move(*x), device);
             });
-        return std::make_unique<detail::PrefetchIterator<T>>(std::move(copied),
-                                                             buffer_size);
+        return std::make_unique<detail::PrefetchIterator<T>>(
+            std::move(copied), buffer_size, "prefetch_to_device");
       },
       cardinality_);
 }

@@ -42,7 +42,7 @@ class ParallelMapIterator final : public IteratorImpl<Out> {
         f_(std::move(f)),
         window_limit_(static_cast<size_t>(calls)),
         pool_(InterOpPool::instance()) {
-    runner_.start(1, [this] { run(); });
+    runner_.start("map", 1, [this] { run(); });
   }
 
   ~ParallelMapIterator() override {
@@ -156,8 +156,11 @@ class ParallelMapIterator final : public IteratorImpl<Out> {
 template <class T>
 class PrefetchIterator final : public IteratorImpl<T> {
  public:
-  PrefetchIterator(std::unique_ptr<IteratorImpl<T>> in, int64_t buffer_size)
-      : in_(std::move(in)), queue_(buffer_size), thread_([this] { run(); }) {}
+  PrefetchIterator(std::unique_ptr<IteratorImpl<T>> in, int64_t buffer_size,
+                   const char* op)
+      : in_(std::move(in)),
+        queue_(buffer_size),
+        thread_(start_thread(op, [this] { run(); })) {}
 
   ~PrefetchIterator() override {
     queue_.close(/*cancel_pending_enqueues=*/true);
@@ -197,6 +200,17 @@ class PrefetchIterator final : public IteratorImpl<T> {
   bool ended_ = false;
   std::thread thread_;  // last: started once the rest exists
 };
+
+/** prefetch's buffer_size with kAutotune resolved; below 1 is refused. */
+inline int64_t prefetch_buffer(const char* op, int64_t buffer_size) {
+  if (buffer_size == kAutotune)
+    return std::max<int64_t>(2, inter_op_threads_wanted());
+  if (buffer_size < 1)
+    throw ValueError(std::string("[") + op +
+                     "] expected buffer_size >= 1 or kAutotune, got " +
+                     std::to_string(buffer_size));
+  return buffer_size;
+}
 
 template <class T>
 struct CacheState {
@@ -311,14 +325,12 @@ Dataset<T> Dataset<T>::cache() const {
 
 template <class T>
 Dataset<T> Dataset<T>::prefetch(int64_t buffer_size) const {
-  if (buffer_size < 1)
-    throw ValueError("[prefetch] expected buffer_size >= 1, got " +
-                     std::to_string(buffer_size));
+  buffer_size = detail::prefetch_buffer("prefetch", buffer_size);
   Dataset up = *this;
   return Dataset(
       [up, buffer_size]() -> std::unique_ptr<IteratorImpl<T>> {
-        return std::make_unique<detail::PrefetchIterator<T>>(up.make_impl(),
-                                                             buffer_size);
+        return std::make_unique<detail::PrefetchIterator<T>>(
+            up.make_impl(), buffer_size, "prefetch");
       },
       cardinality_);
 }

@@ -1,13 +1,47 @@
 #pragma once
 // The worker threads of a threaded stage (parallel map, parallel
 // interleave), always joined by their owner.
+#include <algorithm>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <new>
+#include <string>
+#include <system_error>
 #include <thread>
+#include <utility>
 #include <vector>
 
+#include "tapeflow/core/error.hpp"
+
 namespace tapeflow::data::detail {
+
+/**
+ * The most threads one stage starts. Each runs one call at a time, and a
+ * stage's calls in flight past this many would not run any faster on any
+ * machine: the data an interleave over 2^40 calls reads decides the work.
+ */
+inline constexpr int64_t kMostStageThreads = 256;
+
+/**
+ * A thread running work. A system that refuses it (a thread or memory
+ * limit) is a ResourceExhaustedError naming the stage, not a bare
+ * std::system_error from deep inside an iterator.
+ */
+template <class Work>
+std::thread start_thread(const char* op, Work&& work) {
+  try {
+    return std::thread(std::forward<Work>(work));
+  } catch (const std::system_error& e) {
+    throw ResourceExhaustedError(std::string("[") + op +
+                                 "] expected to start a thread, got " +
+                                 e.what());
+  } catch (const std::bad_alloc&) {
+    throw ResourceExhaustedError(std::string("[") + op +
+                                 "] expected to start a thread, got an "
+                                 "allocation failure (out of memory)");
+  }
+}
 
 /**
  * Threads that all run the owner's work loop until the owner's stop flag
@@ -21,16 +55,19 @@ class Workers {
       : mu_(mu), stop_(stop), wake_(wake) {}
 
   /**
-   * Starts n threads running work(). If one fails to start, the started
-   * ones are stopped and joined before the exception goes on: no destructor
-   * runs after a throwing constructor, and a joinable thread would
-   * terminate the program.
+   * Starts n threads running work(), at most kMostStageThreads: n is a bound
+   * on the calls in flight, which more idle threads would not raise. If one
+   * fails to start, the started ones are stopped and joined before the
+   * exception goes on: no destructor runs after a throwing constructor, and
+   * a joinable thread would terminate the program.
    */
   template <class Work>
-  void start(int64_t n, Work work) {
+  void start(const char* op, int64_t n, Work work) {
+    n = std::min(n, kMostStageThreads);
     threads_.reserve(static_cast<size_t>(n));
     try {
-      for (int64_t i = 0; i < n; ++i) threads_.emplace_back(work);
+      for (int64_t i = 0; i < n; ++i)
+        threads_.push_back(start_thread(op, work));
     } catch (...) {
       stop_and_join();
       throw;

@@ -19,9 +19,9 @@ using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
  * host, strided ones written contiguous). Members are stored uncompressed
  * unless `compressed` (deflate, like np.savez_compressed).
  *
- * Atomic: the archive is written to "<path>.tmp-<pid>", fsynced, renamed over
- * `path` and the directory fsynced, so `path` always holds either the old or
- * the new archive. Throws ValueError for empty/duplicate names or undefined
+ * Atomic: the archive is written to "<path>.tmp-<pid>-<k>", fsynced, renamed
+ * over `path` and the directory fsynced, so `path` always holds either the old
+ * or the new archive. Throws ValueError for empty/duplicate names or undefined
  * tensors, IOError when the file system fails.
  */
 void save_npz(const std::string& path, const NamedTensors& named,

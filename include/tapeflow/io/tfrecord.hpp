@@ -73,7 +73,11 @@ class TFRecordWriter {
    * fsync.
    */
   void flush();
-  /** Finishes the file (and the compressed stream); later calls do nothing. */
+  /**
+   * Finishes the file (and the compressed stream); later calls, and calls on
+   * a moved-from writer, do nothing. write() and flush() on a moved-from
+   * writer are an IOError.
+   */
   void close();
 
  private:
