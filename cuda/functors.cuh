@@ -33,7 +33,8 @@ TPF_DEVICE_UNARY(SqrtF, sqrt(a));
 TPF_DEVICE_UNARY(RsqrtF, rsqrt(a));
 // fabs: -0.0 becomes +0.0, as on the CPU (xsimd::abs).
 TPF_DEVICE_UNARY(AbsF, device_abs(a));
-TPF_DEVICE_UNARY(SignF, T((a > T(0)) - (a < T(0))));
+// NaN stays NaN (a != a), as on the CPU.
+TPF_DEVICE_UNARY(SignF, a != a ? a : T((a > T(0)) - (a < T(0))));
 TPF_DEVICE_UNARY(SquareF, a* a);
 TPF_DEVICE_UNARY(SinF, sin(a));
 TPF_DEVICE_UNARY(CosF, cos(a));

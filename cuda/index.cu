@@ -11,6 +11,7 @@
 
 #include "check.hpp"
 #include "context.hpp"
+#include "core/convert_value.hpp"
 #include "core/creation_internal.hpp"
 #include "core/dtype_dispatch.hpp"
 #include "deferred_error.hpp"
@@ -206,7 +207,7 @@ void one_hot(const OneHot& op, Inputs in, const Outputs& outs) {
       one_hot_kernel<T, I><<<blocks_for(out.numel()), kBlockThreads, 0,
                              activate(out.device().index)>>>(
           indices.numel(), op.depth, static_cast<const I*>(indices.raw_data()),
-          static_cast<T>(op.on_value), static_cast<T>(op.off_value),
+          convert_value<T>(op.on_value), convert_value<T>(op.off_value),
           static_cast<T*>(out.raw_data()));
       TAPEFLOW_CUDA_CHECK(cudaGetLastError());
     });

@@ -89,7 +89,9 @@ TEST_CASE("save_npz / load_npz round-trip every dtype, in order") {
       CHECK(b.shape() == a.shape());
       CHECK(b.is_contiguous());
       CHECK(b.to_vector<double>() == a.to_vector<double>());
-      CHECK(b.to_vector<int64_t>() == a.to_vector<int64_t>());
+      // int64 exactly (past 2^53, where doubles round).
+      if (!tpf::is_floating(a.dtype()))
+        CHECK(b.to_vector<int64_t>() == a.to_vector<int64_t>());
     }
     // Nothing but the archive is left in the directory.
     CHECK(std::distance(fs::directory_iterator(dir.path),

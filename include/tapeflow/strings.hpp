@@ -44,13 +44,17 @@ Tensor split(const Tensor& s, const std::string& separator = "");
 /** Bytes per string, int32 (tf.strings.length). */
 Tensor length(const Tensor& s);
 /**
- * Each string parsed as a number of `dtype` (tf.strings.to_number);
- * ValueError naming the first string that is not one, or does not fit.
+ * Each string parsed as a number of `dtype` (tf.strings.to_number), by TF's
+ * rules: white space around it and a sign are allowed, floats may be
+ * hexadecimal ("0x10") and go to +-inf or +-0 past the dtype's range;
+ * ValueError naming the first string that is not a number, or an integer
+ * that does not fit.
  */
 Tensor to_number(const Tensor& s, DType dtype = float32);
 /**
  * Bytes [pos, pos + len) of each string, len clipped at the end
- * (tf.strings.substr); IndexError when pos is past a string's end.
+ * (tf.strings.substr). As in TF, a negative pos counts from the end and a
+ * negative len takes the rest; IndexError when pos is outside a string.
  */
 Tensor substr(const Tensor& s, int64_t pos, int64_t len);
 /** ASCII letters lowered / raised, other bytes kept. */

@@ -63,13 +63,27 @@ TPF_HOST_DEVICE inline double scale_shift(double lo, double span, double u) {
 #endif
 }
 
+/** The largest T below `x`. */
+template <class T>
+TPF_HOST_DEVICE inline T next_below(T x) {
+#ifdef __CUDA_ARCH__
+  return nextafter(x, T(-INFINITY));
+#else
+  return std::nextafter(x, T(-INFINITY));
+#endif
+}
+
 /** Element `w` of a uniform stream on [lo, lo + span), T float or double. */
 template <class T, class Words>
 TPF_HOST_DEVICE inline T uniform_sample(const Words& w, double lo,
                                         double span) {
   const double u =
       sizeof(T) == sizeof(float) ? unit_float(w[0]) : unit_double(w[0], w[1]);
-  return static_cast<T>(scale_shift(lo, span, u));
+  const T x = static_cast<T>(scale_shift(lo, span, u));
+  // Rounding to T may land on lo + span, which the range excludes (a float
+  // in [1e6, 1e6 + 1) has 16 values to take, and u's top ones round up).
+  const T hi = static_cast<T>(lo + span);
+  return span > 0 && x >= hi && hi > T(lo) ? next_below(hi) : x;
 }
 
 /** Element `w` of a normal stream (Box-Muller, in double). */

@@ -112,7 +112,15 @@ void gather_host(const Tensor& host, std::vector<Out>& out) {
 template <class Out>
 std::vector<Out> host_values(const Tensor& t) {
   Tensor h = materialize(t.cpu());
-  std::vector<Out> out(static_cast<size_t>(h.numel()));
+  std::vector<Out> out;
+  try {
+    out.resize(static_cast<size_t>(h.numel()));
+  } catch (const std::bad_alloc&) {
+    throw op_error<ResourceExhaustedError>(
+        "to_vector", "expected ", h.numel(), " host values of ", sizeof(Out),
+        " bytes for shape ", h.shape().str(),
+        ", got an allocation failure (out of memory)");
+  }
   switch (h.dtype()) {
     case DType::bool_:
       gather_host<uint8_t>(h, out);
@@ -147,6 +155,22 @@ std::vector<std::string> Tensor::to_strings() const {
   const Tensor h = materialize(*this);
   const auto* p = static_cast<const std::string*>(h.raw_data());
   return std::vector<std::string>(p, p + h.numel());
+}
+
+namespace {
+template <class V>
+[[noreturn]] void throw_past_integer(V v, size_t bytes, bool is_signed) {
+  throw op_error<ValueError>("to_vector", "expected values a ", 8 * bytes,
+                             "-bit ", is_signed ? "signed" : "unsigned",
+                             " integer can hold, got ", v);
+}
+}  // namespace
+
+void Tensor::throw_unrepresentable(double v, size_t bytes, bool is_signed) {
+  throw_past_integer(v, bytes, is_signed);
+}
+void Tensor::throw_unrepresentable(int64_t v, size_t bytes, bool is_signed) {
+  throw_past_integer(v, bytes, is_signed);
 }
 
 std::vector<double> Tensor::host_doubles() const {

@@ -2,6 +2,7 @@
 // gather_grad (scatter-add) and one_hot.
 #include <cstring>
 
+#include "core/convert_value.hpp"
 #include "core/creation_internal.hpp"
 #include "core/dtype_dispatch.hpp"
 #include "core/op_error.hpp"
@@ -142,8 +143,8 @@ void one_hot(const OneHot& op, Inputs in, const Outputs& outs) {
   dispatch_all(out.dtype(), OneHot::name, [&](auto tag) {
     using T = decltype(tag);
     T* o = static_cast<T*>(out.raw_data());
-    const T on = static_cast<T>(op.on_value),
-            off = static_cast<T>(op.off_value);
+    const T on = convert_value<T>(op.on_value),
+            off = convert_value<T>(op.off_value);
     for (size_t i = 0; i < idx.size(); ++i)
       for (int64_t d = 0; d < op.depth; ++d)
         o[i * op.depth + d] = idx[i] == d ? on : off;

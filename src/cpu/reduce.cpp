@@ -277,9 +277,6 @@ template <class Better, class Op>
 void arg_reduce(const Op& op, Inputs in, const Outputs& outs) {
   Tensor& out = outs[0];
   const Tensor& x = in[0];
-  if (x.shape()[op.axis] == 0)
-    throw op_error<ShapeError>(
-        Op::name, "expected a non-empty axis, got shape ", x.shape().str());
   dispatch_numeric(x.dtype(), Op::name, [&](auto tag) {
     using T = decltype(tag);
     Shape rest_shape, rest_strides;

@@ -99,14 +99,22 @@ void register_unary(Registry& r) {
                  return xsimd::abs(a);
              }),
              "xsimd");
-  r.set<Sign>(cpu, numeric<Sign>([](auto a) {
-                using T = decltype(a);
-                if constexpr (std::is_arithmetic_v<T>)
-                  return static_cast<T>((a > T(0)) - (a < T(0)));
-                else
-                  return select(a > T(0), T(1), select(a < T(0), T(-1), T(0)));
-              }),
-              "xsimd");
+  r.set<Sign>(
+      cpu, numeric<Sign>([](auto a) {
+        using T = decltype(a);
+        // NaN stays NaN, as in TensorFlow and NumPy.
+        if constexpr (std::is_arithmetic_v<T>) {
+          const T s = static_cast<T>((a > T(0)) - (a < T(0)));
+          return is_nan(a) ? a : s;
+        } else {
+          const T s = select(a > T(0), T(1), select(a < T(0), T(-1), T(0)));
+          if constexpr (std::is_floating_point_v<typename T::value_type>)
+            return pick(is_nan(a), a, s);
+          else
+            return s;
+        }
+      }),
+      "xsimd");
   r.set<Square>(cpu, numeric<Square>([](auto a) { return MulF{}(a, a); }),
                 "xsimd");
   r.set<Sin>(cpu, floating<Sin>([](auto a) { return xsimd::sin(a); }), "xsimd");

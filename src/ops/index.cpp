@@ -1,4 +1,5 @@
 // Ops that copy between layouts: concat, gather, one_hot, shuffle.
+#include "core/checked.hpp"
 #include "ops/apply.hpp"
 #include "ops/axes.hpp"
 #include "ops/shape_ops.hpp"
@@ -33,7 +34,9 @@ Tensor concat(const std::vector<Tensor>& tensors, int64_t axis) {
 TensorSpec Concat::infer(Inputs in) const {
   Shape s = in[0].shape();
   s[axis] = 0;
-  for (const Tensor& t : in) s[axis] += t.shape()[axis];
+  for (const Tensor& t : in)
+    s[axis] = checked_add(s[axis], t.shape()[axis], "concat",
+                          "the concatenated extent");
   return {s, in[0].dtype()};
 }
 Grads Concat::vjp(const VjpArgs& a) const {
@@ -78,6 +81,13 @@ Tensor one_hot(const Tensor& indices, int64_t depth, double on_value,
   if (depth < 0)
     throw ValueError("[one_hot] expected depth >= 0, got " +
                      std::to_string(depth));
+  if (indices.rank() + 1 > kMaxRank)
+    throw ShapeError("[one_hot] expected indices of rank < " +
+                     std::to_string(kMaxRank) + ", got " +
+                     indices.shape().str());
+  // An int32 one_hot of 1e20 would wrap: refused, as a scalar op refuses it.
+  check_representable(on_value, dtype, "one_hot");
+  check_representable(off_value, dtype, "one_hot");
   return apply(OneHot{depth, on_value, off_value, dtype}, {indices});
 }
 TensorSpec OneHot::infer(Inputs in) const {

@@ -131,11 +131,27 @@ Grads Min::vjp(const VjpArgs& a) const {
   return extreme_vjp(*this, a);
 }
 
+namespace {
+/**
+ * An empty axis has no index to give, whether or not the output is empty
+ * ((0, 0) over axis 0 included), as in TF and NumPy: checked before apply,
+ * which runs no kernel for an empty output.
+ */
+template <class Op>
+Tensor arg_reduce(const Tensor& x, int64_t axis) {
+  const int64_t a = normalize_axis(axis, x.rank(), Op::name);
+  if (x.shape()[a] == 0)
+    throw op_error<ShapeError>(Op::name, "expected a non-empty axis, got axis ",
+                               a, " of shape ", x.shape().str());
+  return apply(Op{{a}}, {x});
+}
+}  // namespace
+
 Tensor argmax(const Tensor& x, int64_t axis) {
-  return apply(ArgMax{{normalize_axis(axis, x.rank(), "argmax")}}, {x});
+  return arg_reduce<ArgMax>(x, axis);
 }
 Tensor argmin(const Tensor& x, int64_t axis) {
-  return apply(ArgMin{{normalize_axis(axis, x.rank(), "argmin")}}, {x});
+  return arg_reduce<ArgMin>(x, axis);
 }
 
 Tensor sum_to(const Tensor& x, const Shape& shape) {

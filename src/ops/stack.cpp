@@ -2,6 +2,7 @@
 // with unstack and collects its outputs with stack.
 #include "core/op_error.hpp"
 #include "ops/axes.hpp"
+#include "ops/composite.hpp"
 #include "tapeflow/autograd.hpp"
 #include "tapeflow/ops/shape.hpp"
 
@@ -21,7 +22,7 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t axis) {
                                  tensors[i].shape().str(), " at ", i);
     expanded.push_back(expand_dims(tensors[i], a));
   }
-  return concat(expanded, a);
+  return composite("stack", [&] { return concat(expanded, a); });
 }
 
 /**
@@ -31,6 +32,7 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t axis) {
 std::vector<Tensor> unstack(const Tensor& x, int64_t axis) {
   const int64_t a = normalize_axis(axis, x.rank(), "unstack");
   if (x.shape()[a] == 0) return {};
+  check_empty_parts(x.numel(), x.shape()[a], "unstack");
   auto forward = [a](const std::vector<Tensor>& in) {
     const Tensor& whole = in[0];
     std::vector<int64_t> begin(whole.rank(), 0);

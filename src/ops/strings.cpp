@@ -8,9 +8,13 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <string_view>
+#include <type_traits>
 
+#include "core/checked.hpp"
 #include "core/creation_internal.hpp"
 #include "core/op_error.hpp"
+#include "ops/composite.hpp"
 #include "tapeflow/creation.hpp"
 #include "tapeflow/ops/math.hpp"
 #include "tapeflow/ops/shape.hpp"
@@ -79,23 +83,29 @@ Tensor join(const Tensor& s, const std::string& separator, int64_t axis) {
     throw op_error<IndexError>("join", "expected an axis in [", -s.rank(), ", ",
                                s.rank(), "), got ", axis);
   const int64_t a = axis < 0 ? axis + s.rank() : axis;
-  int64_t outer = 1, inner = 1;
-  for (int64_t i = 0; i < a; ++i) outer *= s.shape()[i];
-  for (int64_t i = a + 1; i < s.rank(); ++i) inner *= s.shape()[i];
-  const int64_t n = s.shape()[a];
-  std::vector<std::string> out(static_cast<size_t>(outer * inner));
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t k = 0; k < inner; ++k) {
-      std::string& joined = out[o * inner + k];
-      for (int64_t j = 0; j < n; ++j) {
-        if (j > 0) joined += separator;
-        joined += in[(o * n + j) * inner + k];
-      }
-    }
   Shape shape;
   for (int64_t i = 0; i < s.rank(); ++i)
     if (i != a) shape.push_back(s.shape()[i]);
-  return from_strings(out, shape);
+  // The input may be empty and the output not: (2^32, 0, 2^32) joins to
+  // 2^64 strings, a product that must not wrap.
+  const int64_t count = checked_numel(shape, "join");
+  if (count == 0) return from_strings({}, shape);
+  int64_t inner = 1;  // divides count: no overflow
+  for (int64_t i = a + 1; i < s.rank(); ++i) inner *= s.shape()[i];
+  const int64_t outer = count / inner;
+  const int64_t n = s.shape()[a];
+  return composite("join", [&] {
+    std::vector<std::string> out(static_cast<size_t>(count));
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t k = 0; k < inner; ++k) {
+        std::string& joined = out[o * inner + k];
+        for (int64_t j = 0; j < n; ++j) {
+          if (j > 0) joined += separator;
+          joined += in[(o * n + j) * inner + k];
+        }
+      }
+    return from_strings(out, shape);
+  });
 }
 
 Tensor join(const std::vector<Tensor>& parts, const std::string& separator) {
@@ -106,7 +116,9 @@ Tensor join(const std::vector<Tensor>& parts, const std::string& separator) {
   texts(out, "join");
   for (size_t i = 1; i < parts.size(); ++i) {
     texts(parts[i], "join");
-    out = separator.empty() ? out + parts[i] : out + separator + parts[i];
+    out = composite("join", [&] {
+      return separator.empty() ? out + parts[i] : out + separator + parts[i];
+    });
   }
   return out;
 }
@@ -160,17 +172,108 @@ Tensor length(const Tensor& s) {
   });
 }
 
+namespace {
+
+/** `t` without the ASCII white space around it (TF's parsers skip it). */
+std::string_view trimmed(const std::string& t) {
+  constexpr const char* kSpace = " \t\n\v\f\r";
+  const size_t first = t.find_first_not_of(kSpace);
+  if (first == std::string::npos) return {};
+  return std::string_view(t).substr(first,
+                                    t.find_last_not_of(kSpace) - first + 1);
+}
+
+/** Whether `text` starts with a letter (a word such as "inf", not digits). */
+bool is_word(std::string_view text) {
+  return !text.empty() && std::isalpha(static_cast<unsigned char>(text[0]));
+}
+
+/** ASCII case-insensitive equality. */
+bool iequal(std::string_view a, std::string_view b) {
+  return a.size() == b.size() &&
+         std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+/**
+ * A float past T's range, as TensorFlow's double-conversion parser gives
+ * it: +-inf for an overflow, +-0 for an underflow. `digits` (a valid number
+ * that from_chars found out of range) is taken as a long double first; one
+ * past even that is judged by its exponent's sign.
+ */
+template <class T>
+T out_of_range_float(std::string_view digits, bool negative,
+                     std::chars_format format) {
+  long double wide = 0;
+  const auto [end, ec] = std::from_chars(
+      digits.data(), digits.data() + digits.size(), wide, format);
+  bool overflow;
+  if (ec == std::errc()) {
+    if (wide <= std::numeric_limits<T>::max()) {
+      const T v = static_cast<T>(wide);
+      return negative ? -v : v;
+    }
+    overflow = true;
+  } else {
+    const size_t e =
+        digits.find_last_of(format == std::chars_format::hex ? "pP" : "eE");
+    overflow = e == std::string_view::npos || e + 1 == digits.size() ||
+               digits[e + 1] != '-';
+  }
+  const T v = overflow ? std::numeric_limits<T>::infinity() : T(0);
+  return negative ? -v : v;
+}
+
+}  // namespace
+
 Tensor to_number(const Tensor& s, DType dtype) {
   const auto bad = [](const std::string& t, size_t i, const char* why) {
     return op_error<ValueError>("to_number", "expected ", why, ", got \"", t,
                                 "\" at position ", i);
   };
+  // TF's rules (strings::safe_strto*): white space around the number and a
+  // sign are allowed; floats may be hexadecimal (0x...) and overflow to inf.
   const auto parse = [&](const std::string& t, size_t i, auto value) {
-    const char* end = t.data() + t.size();
-    auto [ptr, ec] = std::from_chars(t.data(), end, value);
-    if (ec == std::errc::result_out_of_range)
-      throw bad(t, i, "a number that fits");
-    if (ec != std::errc() || ptr != end || t.empty())
+    using T = decltype(value);
+    std::string_view text = trimmed(t);
+    const bool negative = !text.empty() && text[0] == '-';
+    if (!text.empty() && (text[0] == '+' || text[0] == '-'))
+      text.remove_prefix(1);
+    if (text.empty() || text[0] == '+' || text[0] == '-')
+      throw bad(t, i, "a number");
+    std::from_chars_result r;
+    if constexpr (std::is_floating_point_v<T>) {
+      auto format = std::chars_format::general;
+      if (text.size() > 2 && text[0] == '0' && (text[1] | 0x20) == 'x') {
+        text.remove_prefix(2);
+        format = std::chars_format::hex;
+        // Hex digits only, as TF's parser (from_chars would also take a
+        // sign, "inf", a fraction and a p exponent here).
+        if (text.find_first_not_of("0123456789abcdefABCDEF") !=
+            std::string_view::npos)
+          throw bad(t, i, "a number");
+      } else if (is_word(text)) {
+        // TF's words are "inf" and "nan" (any case), not "infinity" or
+        // "nan(...)", which from_chars takes.
+        if (!iequal(text, "inf") && !iequal(text, "nan"))
+          throw bad(t, i, "a number");
+      }
+      r = std::from_chars(text.data(), text.data() + text.size(), value,
+                          format);
+      if (r.ec == std::errc::result_out_of_range &&
+          r.ptr == text.data() + text.size())
+        return out_of_range_float<T>(text, negative, format);
+      if (negative) value = -value;
+    } else {
+      // The sign stays with the digits, so that INT_MIN parses.
+      if (negative) text = std::string_view(text.data() - 1, text.size() + 1);
+      r = std::from_chars(text.data(), text.data() + text.size(), value);
+      if (r.ec == std::errc::result_out_of_range)
+        throw bad(t, i, "a number that fits");
+    }
+    if (r.ec != std::errc() || r.ptr != text.data() + text.size())
       throw bad(t, i, "a number");
     return value;
   };
@@ -203,16 +306,18 @@ Tensor to_number(const Tensor& s, DType dtype) {
 }
 
 Tensor substr(const Tensor& s, int64_t pos, int64_t len) {
-  if (pos < 0 || len < 0)
-    throw op_error<ValueError>("substr", "expected pos >= 0 and len >= 0, got ",
-                               pos, " and ", len);
   return map_texts<std::string>(
       s, "substr", [&](const std::string& t, size_t i) {
-        if (static_cast<size_t>(pos) > t.size())
-          throw op_error<IndexError>(
-              "substr", "expected pos within the string's ", t.size(),
-              " bytes, got ", pos, " at position ", i);
-        return t.substr(static_cast<size_t>(pos), static_cast<size_t>(len));
+        const auto size = static_cast<int64_t>(t.size());
+        // TF: a negative pos counts from the end, a negative len takes the
+        // rest of the string.
+        const int64_t at = pos < 0 ? pos + size : pos;
+        if (at < 0 || at > size)
+          throw op_error<IndexError>("substr", "expected pos in [", -size, ", ",
+                                     size, "] for the string's ", size,
+                                     " bytes, got ", pos, " at position ", i);
+        return t.substr(static_cast<size_t>(at),
+                        len < 0 ? std::string::npos : static_cast<size_t>(len));
       });
 }
 

@@ -73,9 +73,13 @@ Tensor reshape(const Tensor& x, const Shape& shape) {
       known = checked_mul(known, s[i], "reshape", "the element count");
     }
   }
-  if (infer_at >= 0 && known != 0 && x.numel() % known == 0)
-    s[infer_at] = x.numel() / known;
-  if (checked_numel(s, "reshape") != x.numel() || (infer_at >= 0 && known == 0))
+  if (infer_at >= 0 && known == 0)
+    throw ShapeError(
+        "[reshape] expected a -1 extent beside non-zero extents only (a 0 "
+        "leaves it nothing to be inferred from), got " +
+        shape.str() + " for input " + x.shape().str());
+  if (infer_at >= 0 && x.numel() % known == 0) s[infer_at] = x.numel() / known;
+  if (checked_numel(s, "reshape") != x.numel())
     throw ShapeError("[reshape] expected a shape with " +
                      std::to_string(x.numel()) + " elements (input " +
                      x.shape().str() + "), got " + shape.str());
@@ -196,6 +200,9 @@ Tensor squeeze(const Tensor& x, const std::vector<int64_t>& axes) {
 
 Tensor expand_dims(const Tensor& x, int64_t axis) {
   const int64_t i = normalize_axis(axis, x.rank() + 1, "expand_dims");
+  if (x.rank() + 1 > kMaxRank)
+    throw op_error<ShapeError>("expand_dims", "expected a tensor of rank < ",
+                               kMaxRank, ", got shape ", x.shape().str());
   Shape s;
   for (int64_t k = 0; k < x.rank(); ++k) {
     if (k == i) s.push_back(1);
@@ -245,13 +252,7 @@ std::vector<Tensor> split(const Tensor& x, int64_t num, int64_t axis) {
     throw ShapeError("[split] expected a part count dividing " +
                      std::to_string(x.shape()[a]) + ", got " +
                      std::to_string(num));
-  // Parts of a tensor with elements hold at least one each: their count is
-  // bounded by the data. An empty tensor splits into any count (tf.split of
-  // an empty batch across replicas), each part a tensor handle: bound it.
-  constexpr int64_t most_empty_parts = int64_t{1} << 20;
-  if (x.numel() == 0 && num > most_empty_parts)
-    throw op_error<ValueError>("split", "expected at most ", most_empty_parts,
-                               " parts of an empty tensor, got ", num);
+  check_empty_parts(x.numel(), num, "split");
   return composite("split", [&] {
     return split(x, std::vector<int64_t>(num, x.shape()[a] / num), a);
   });

@@ -1,9 +1,13 @@
 #pragma once
+#include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <initializer_list>
 #include <iosfwd>
+#include <limits>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "tapeflow/core/device.hpp"
@@ -82,6 +86,10 @@ class Tensor {
     return *impl_;
   }
   [[noreturn]] static void throw_undefined();
+  [[noreturn]] static void throw_unrepresentable(double v, size_t bytes,
+                                                 bool is_signed);
+  [[noreturn]] static void throw_unrepresentable(int64_t v, size_t bytes,
+                                                 bool is_signed);
   void check_dtype(DType t, const char* op) const;
   /** Host copy of the elements as float64/int64 in row-major order. */
   std::vector<double> host_doubles() const;
@@ -103,15 +111,35 @@ std::vector<T> Tensor::to_vector() const {
   if constexpr (std::is_same_v<T, std::string>) {
     return to_strings();
   } else {
-    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    // Into an integer type, a value T cannot hold is refused: a float's
+    // conversion would be undefined behaviour, an integer's a silent wrap.
+    constexpr bool to_integer =
+        std::is_integral_v<T> && !std::is_same_v<T, bool>;
+    if constexpr (to_integer) {
       if (!is_floating(dtype())) {
         auto v = host_int64s();
+        for (const int64_t x : v)
+          if (x < 0 ? (!std::is_signed_v<T> ||
+                       x < int64_t(std::numeric_limits<T>::min()))
+                    : uint64_t(x) > uint64_t(std::numeric_limits<T>::max()))
+            throw_unrepresentable(x, sizeof(T), std::is_signed_v<T>);
         return std::vector<T>(v.begin(), v.end());
       }
     }
     auto v = host_doubles();
     std::vector<T> out(v.size());
-    for (size_t i = 0; i < v.size(); ++i) out[i] = static_cast<T>(v[i]);
+    for (size_t i = 0; i < v.size(); ++i) {
+      if constexpr (to_integer) {
+        // Defined where the value truncated fits: [min, max + 1), not NaN.
+        constexpr double lo = double(std::numeric_limits<T>::min());
+        constexpr double above =
+            2.0 * double(std::numeric_limits<T>::max() / 2 + 1);
+        const double whole = std::trunc(v[i]);
+        if (!(whole >= lo && whole < above))
+          throw_unrepresentable(v[i], sizeof(T), std::is_signed_v<T>);
+      }
+      out[i] = static_cast<T>(v[i]);
+    }
     return out;
   }
 }
