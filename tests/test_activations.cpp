@@ -312,3 +312,46 @@ TEST_CASE("degenerate inputs: OpCase rows") {
   };
   for (const auto& c : cases) testing::run_op_case(c);
 }
+
+TEST_CASE("slopes at the kinks are TensorFlow's") {
+  // softplus'(x) = sigmoid(x), also at 0; the sigmoid cross-entropy's slope
+  // is sigmoid(x) - z there too; relu6's is 1 only strictly inside (0, 6).
+  const auto slope = [](auto f, const tpf::Tensor& x) {
+    tpf::GradientTape tape(true);
+    tape.watch(x);
+    const auto y = f(x);
+    const auto g = tape.gradient(tpf::sum(y), {x})[0];
+    return g;
+  };
+  const auto at0 = tpf::tensor({0.0, 0.0});
+  CHECK_CLOSE(slope([](const tpf::Tensor& x) { return nn::softplus(x); }, at0),
+              tpf::tensor({0.5, 0.5}));
+  {
+    tpf::GradientTape outer;
+    outer.watch(at0);
+    tpf::GradientTape inner;
+    inner.watch(at0);
+    const auto g = inner.gradient(tpf::sum(nn::softplus(at0)), {at0})[0];
+    CHECK_CLOSE(outer.gradient(tpf::sum(g), {at0})[0],
+                tpf::tensor({0.25, 0.25}));
+  }
+  CHECK_CLOSE(slope(
+                  [](const tpf::Tensor& x) {
+                    return nn::sigmoid_cross_entropy_with_logits(
+                        tpf::tensor({1.0, 0.0}), x);
+                  },
+                  at0),
+              tpf::tensor({-0.5, 0.5}));
+  CHECK_CLOSE(slope([](const tpf::Tensor& x) { return nn::relu6(x); },
+                    tpf::tensor({-1.0, 0.0, 3.0, 6.0, 7.0})),
+              tpf::tensor({0.0, 0.0, 1.0, 0.0, 0.0}));
+  const double nan = std::nan("");
+  const auto values =
+      nn::relu6(tpf::tensor({-1.0, 0.1, 6.0, 9.0, nan})).to_vector<double>();
+  CHECK(values[0] == 0.0);
+  CHECK(values[1] == 0.1);
+  CHECK(values[2] == 6.0);
+  CHECK(values[3] == 6.0);
+  CHECK(std::isnan(values[4]));
+  CHECK(std::isnan(nn::softplus(tpf::tensor({nan})).item<double>()));
+}

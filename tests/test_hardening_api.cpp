@@ -183,3 +183,132 @@ TEST_CASE("enumerate stops at 2^63 - 1 rather than wrapping") {
       [&] { (void)it.get_next(); },
       "[enumerate] expected counts up to 2^63 - 1, got one more element");
 }
+
+TEST_CASE("a moved-from layer is a ValueError, not a null cell") {
+  nn::Sequential model;
+  nn::LSTM lstm(2);
+  model.add(std::move(lstm));  // add() takes the layer by value
+  expect_error<tpf::ValueError>(
+      [&] {
+        (void)lstm(tpf::ones({1, 2, 2}));
+      },
+      "[lstm] expected a layer, got a moved-from one");
+  expect_error<tpf::ValueError>(
+      [&] {
+        (void)lstm.call(tpf::ones({1, 2, 2}), {});
+      },
+      "[lstm] expected a layer, got a moved-from one");
+  nn::Dense dense(2);
+  model.add(std::move(dense));
+  expect_error<tpf::ValueError>(
+      [&] {
+        (void)dense(tpf::ones({1, 2}));
+      },
+      "[dense] expected a layer, got a moved-from one");
+  // The layer moved to is whole.
+  CHECK((*model.children()[0])(tpf::ones({1, 2, 2})).shape() ==
+        tpf::Shape{1, 2});
+}
+
+TEST_CASE("a tape reset from inside its own gradient() is refused") {
+  const auto x = tpf::tensor({1.0, 2.0});
+  tpf::GradientTape tape(true);
+  tape.watch(x);
+  const auto z = (x * x) * 3.0;
+  tpf::GradientOptions options;
+  options.after_entry = [&] { tape.reset(); };
+  expect_error<tpf::ValueError>(
+      [&] { (void)tape.gradient(z, {x}, options); },
+      "[reset] expected no gradient() in progress on this tape");
+  // Outside gradient() it still works, and the tape records again.
+  CHECK_CLOSE(tape.gradient(z, {x})[0], tpf::tensor({6.0, 12.0}));
+  tape.reset();
+  CHECK(tape.size() == 0);
+}
+
+TEST_CASE("layers that pass values through pass the mask of padded steps") {
+  // Keras' supports_masking: an identity Dropout (eval), an activation, a
+  // Dense or a batch norm between an Embedding(mask_zero) and an LSTM
+  // leave the padded steps masked, so the padded sequence's output is the
+  // unpadded one's.
+  const auto make = [](bool between) {
+    auto model = std::make_shared<nn::Sequential>();
+    model->add(nn::Embedding(
+        5, 2,
+        {.embeddings_initializer = nn::random_uniform_initializer(-1, 1, 1),
+         .mask_zero = true}));
+    if (between) {
+      model->add(nn::Dropout(0.5));
+      model->add(nn::ActivationLayer(nn::tanh, "tanh"));
+      model->add(nn::Dense(2, {.kernel_initializer = nn::glorot_uniform(3)}));
+    }
+    model->add(nn::LSTM(2, {.kernel_initializer = nn::glorot_uniform(4),
+                            .recurrent_initializer = nn::orthogonal(1.0, 5)}));
+    model->eval();
+    return model;
+  };
+  for (bool between : {false, true}) {
+    CAPTURE(between);
+    auto model = make(between);
+    const auto unpadded = (*model)(tpf::tensor({{3, 1}}));
+    CHECK_CLOSE((*model)(tpf::tensor({{3, 1, 0, 0}})), unpadded);
+  }
+}
+
+TEST_CASE("masked steps before the first real one output zeros") {
+  nn::SimpleRNN rnn(1, {.return_sequences = true,
+                        .kernel_initializer = nn::constant(1.0),
+                        .recurrent_initializer = nn::constant(0.0)});
+  const auto h0 = tpf::tensor({{0.5f}});
+  const auto out =
+      rnn.call(tpf::ones({1, 2, 1}),
+               {.mask = tpf::tensor({{false, true}}), .initial_state = {h0}})
+          .output;
+  CHECK_CLOSE(out, tpf::tensor({{{0.0f}, {std::tanh(1.0f)}}}));
+  nn::SimpleRNN last(1, {.kernel_initializer = nn::constant(1.0),
+                         .recurrent_initializer = nn::constant(0.0)});
+  CHECK_CLOSE(
+      last.call(tpf::ones({1, 2, 1}),
+                {.mask = tpf::tensor({{false, false}}), .initial_state = {h0}})
+          .output,
+      tpf::tensor({{0.0f}}));
+}
+
+TEST_CASE("cosine decay with warm-up near INT64_MAX steps") {
+  constexpr int64_t top = std::numeric_limits<int64_t>::max();
+  const tpf::optim::CosineDecay long_decay(0.1, top, 0.0, 1.0, 10);
+  CHECK(long_decay(5) == doctest::Approx(0.55));
+  CHECK(long_decay(20) == doctest::Approx(1.0));
+  CHECK(long_decay(top) == doctest::Approx(0.0).epsilon(1e-9));
+  const tpf::optim::CosineDecay long_warmup(0.1, 100, 0.0, 1.0, top);
+  CHECK(long_warmup(5) == doctest::Approx(0.1));
+  CHECK(long_warmup(top) == doctest::Approx(1.0));
+}
+
+TEST_CASE("layer arguments only NaN or nothing could come of") {
+  expect_error<tpf::ValueError>(
+      [] { nn::Dropout(std::numeric_limits<double>::quiet_NaN()); },
+      "[Dropout] expected a rate in [0, 1), got nan");
+  expect_error<tpf::ValueError>(
+      [] {
+        nn::Pool(nn::Pool::Kind::max, 4, {.ksize = {2, 2, 2, 2}});
+      },
+      "[Pool] expected 1, 2 or 3 spatial dimensions, got 4");
+  // One spatial dimension pools over one.
+  nn::Pool pool1(nn::Pool::Kind::max, 1, {.ksize = {2}, .strides = {2}});
+  CHECK_CLOSE(pool1(tpf::tensor({{{1.0, 3.0, 2.0, 0.5}}})),
+              tpf::tensor({{{3.0, 2.0}}}));
+  expect_error<tpf::DTypeError>(
+      [] {
+        (void)tpf::optim::clip_by_global_norm({tpf::tensor({3, 4})}, 1.0);
+      },
+      "[clip_by_global_norm] expected floating tensors, got int32 at 0");
+  expect_error<tpf::DTypeError>(
+      [] {
+        (void)tpf::optim::global_norm({tpf::ones({2}), tpf::tensor({3})});
+      },
+      "[global_norm] expected floating tensors, got int32 at 1");
+  expect_error<tpf::IndexError>(
+      [] { (void)nn::layer_normalization(tpf::ones({2, 3}), -5, {}, {}); },
+      "[layer_normalization] expected begin_axis in [-2, 2), got -5");
+}

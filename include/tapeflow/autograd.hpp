@@ -75,7 +75,10 @@ class GradientTape {
     return gradient(target, std::vector<Tensor>(sources.begin(), sources.end()),
                     options);
   }
-  /** Drops every recorded op; the tape keeps recording. */
+  /**
+   * Drops every recorded op; the tape keeps recording. A ValueError from
+   * inside this tape's gradient() (a hook), whose walk reads those ops.
+   */
   void reset();
   /** Number of ops recorded so far. */
   size_t size() const;

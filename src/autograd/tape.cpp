@@ -233,20 +233,27 @@ bool GradientTape::persistent() const {
   return state_->persistent;
 }
 void GradientTape::reset() {
+  // A hook of gradient() may call this: the walk reads the entries.
+  if (state_->walks > 0)
+    throw ValueError(
+        "[reset] expected no gradient() in progress on this tape, got a call "
+        "from inside one (a gradient hook)");
   state_->entries.clear();
   state_->used = false;
 }
 
 namespace {
 
-/** Pauses a tape while it computes its own gradient. */
+/** Pauses a tape while it computes its own gradient, and counts the walk. */
 class PauseTape {
  public:
   explicit PauseTape(TapeState& s) : s_(s), was_(s.paused) {
     s_.paused = true;
+    ++s_.walks;
     autograd::refresh_recording();
   }
   ~PauseTape() {
+    --s_.walks;
     s_.paused = was_;
     autograd::refresh_recording();
   }

@@ -35,6 +35,7 @@ class TapeState {
   bool persistent;
   bool used = false;
   bool paused = false;
+  int walks = 0;  // gradient() calls in progress (hooks may nest them)
   std::atomic<bool> abandoned = false;
   int32_t next_slot = 0;
   std::vector<TapeEntry> entries;

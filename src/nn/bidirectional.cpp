@@ -51,6 +51,7 @@ Tensor Bidirectional::merge(const Tensor& a, const Tensor& b) const {
 }
 
 RNNResult Bidirectional::call(const Tensor& x, const RNNCall& args) {
+  check_not_moved_from();
   const size_t n = forward_->cell().state_count();
   RNNCall forward_args{args.mask, {}}, backward_args{args.mask, {}};
   if (!args.initial_state.empty()) {

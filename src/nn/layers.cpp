@@ -80,9 +80,9 @@ Tensor BatchNormalization::forward(const Tensor& x) {
 
 Dropout::Dropout(double rate, std::optional<uint64_t> seed, std::string name)
     : Module("dropout", std::move(name)), rate_(rate), seed_(seed) {
-  if (rate < 0 || rate >= 1)
-    throw ValueError("[Dropout] expected a rate in [0, 1), got " +
-                     std::to_string(rate));
+  if (!(rate >= 0 && rate < 1))  // NaN too
+    throw op_error<ValueError>("Dropout", "expected a rate in [0, 1), got ",
+                               rate);
 }
 
 Tensor Dropout::forward(const Tensor& x) {
@@ -111,13 +111,19 @@ Pool::Pool(Kind kind, int spatial, PoolOptions options, std::string name)
              std::move(name)),
       kind_(kind),
       spatial_(spatial),
-      options_(std::move(options)) {}
+      options_(std::move(options)) {
+  if (spatial < 1 || spatial > 3)
+    throw op_error<ValueError>(
+        "Pool", "expected 1, 2 or 3 spatial dimensions, got ", spatial);
+}
 
 Tensor Pool::forward(const Tensor& x) {
+  const bool max = kind_ == Kind::max;
+  if (spatial_ == 1)
+    return max ? max_pool1d(x, options_) : avg_pool1d(x, options_);
   if (spatial_ == 2)
-    return kind_ == Kind::max ? max_pool2d(x, options_)
-                              : avg_pool2d(x, options_);
-  return kind_ == Kind::max ? max_pool3d(x, options_) : avg_pool3d(x, options_);
+    return max ? max_pool2d(x, options_) : avg_pool2d(x, options_);
+  return max ? max_pool3d(x, options_) : avg_pool3d(x, options_);
 }
 
 void Sequential::append(std::shared_ptr<Module> layer) {

@@ -9,12 +9,44 @@ namespace tapeflow::nn {
 Module::Module(std::string type, std::string name)
     : type_(std::move(type)), name_(name.empty() ? type_ : std::move(name)) {}
 
+Module::Module(Module&& other) noexcept
+    : type_(other.type_),  // copied: the moved-from one's errors name it
+      name_(other.name_),
+      training_(other.training_),
+      built_(other.built_),
+      moved_from_(std::exchange(other.moved_from_, true)),
+      weights_(std::move(other.weights_)),
+      trainable_(std::move(other.trainable_)),
+      children_(std::move(other.children_)) {}
+
+Module& Module::operator=(Module&& other) noexcept {
+  if (this != &other) {
+    type_ = other.type_;
+    name_ = other.name_;
+    training_ = other.training_;
+    built_ = other.built_;
+    moved_from_ = std::exchange(other.moved_from_, true);
+    weights_ = std::move(other.weights_);
+    trainable_ = std::move(other.trainable_);
+    children_ = std::move(other.children_);
+  }
+  return *this;
+}
+
+void Module::check_not_moved_from() const {
+  if (moved_from_)
+    throw op_error<ValueError>(name_,
+                               "expected a layer, got a moved-from one (it "
+                               "was handed to a model or another layer)");
+}
+
 Tensor Module::operator()(const Tensor& x) {
   build_for(x.shape(), x.device());
   return forward(x);
 }
 
 void Module::build_for(const Shape& input_shape, Device device) {
+  check_not_moved_from();
   if (built_) return;
   build(input_shape);
   built_ = true;

@@ -103,7 +103,9 @@ RNNResult RNN::call(const Tensor& x, const RNNCall& args) {
   const auto steps = unstack(projected, 1);
   const int64_t time = x.shape()[1];
   std::vector<Tensor> outputs;
-  Tensor last = states[0];
+  // Padded steps before the first real one output zeros, not the initial
+  // state (Keras on TensorFlow starts its previous output at zeros).
+  Tensor last = zeros_like(states[0]);
   for (int64_t i = 0; i < time; ++i) {
     const int64_t t = opt.go_backwards ? time - 1 - i : i;
     std::vector<Tensor> next = cell_->step_projected(steps[t], states);

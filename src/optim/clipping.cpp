@@ -40,7 +40,21 @@ Tensor clip_by_norm(const Tensor& t, double clip_norm, const Axes& axes) {
   return t * clip_norm / maximum(l2norm, scalar_like(l2norm, clip_norm));
 }
 
+namespace {
+/**
+ * An integer tensor's norm would be an integer, and its clipped values
+ * truncated to 0: refused, as TensorFlow refuses it.
+ */
+void check_floating(const std::vector<Tensor>& ts, const char* op) {
+  for (size_t i = 0; i < ts.size(); ++i)
+    if (ts[i].defined() && !is_floating(ts[i].dtype()))
+      throw op_error<DTypeError>(op, "expected floating tensors, got ",
+                                 dtype_name(ts[i].dtype()), " at ", i);
+}
+}  // namespace
+
 Tensor global_norm(const std::vector<Tensor>& ts) {
+  check_floating(ts, "global_norm");
   Tensor total;
   for (const Tensor& t : ts) {
     if (!t.defined()) continue;
@@ -55,6 +69,7 @@ std::pair<std::vector<Tensor>, Tensor> clip_by_global_norm(
   if (!(clip_norm >= 0.0))
     throw ValueError("[clip_by_global_norm] expected clip_norm >= 0, got " +
                      std::to_string(clip_norm));
+  check_floating(ts, "clip_by_global_norm");
   if (use_norm.defined() && use_norm.rank() != 0)
     throw op_error<ShapeError>("clip_by_global_norm",
                                "expected a scalar use_norm, got shape ",

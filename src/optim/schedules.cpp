@@ -82,8 +82,10 @@ double CosineDecay::decay(double step, double from) const {
 double CosineDecay::operator()(int64_t step) const {
   if (!warmup_target_)
     return decay(static_cast<double>(std::min(step, decay_steps_)), initial_);
-  const double s =
-      static_cast<double>(std::min(step, decay_steps_ + warmup_steps_));
+  // In double: decay_steps + warmup_steps may pass INT64_MAX.
+  const double s = std::min(
+      static_cast<double>(step),
+      static_cast<double>(decay_steps_) + static_cast<double>(warmup_steps_));
   const double warm = static_cast<double>(warmup_steps_);
   if (s < warm) return (*warmup_target_ - initial_) * (s / warm) + initial_;
   return decay(s - warm, *warmup_target_);

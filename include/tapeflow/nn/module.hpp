@@ -22,8 +22,13 @@ class Module {
   virtual ~Module() = default;
   Module(const Module&) = delete;
   Module& operator=(const Module&) = delete;
-  Module(Module&&) = default;
-  Module& operator=(Module&&) = default;
+  /**
+   * Moves the weights and children; the moved-from module is empty, and
+   * calling or building it is a ValueError (Sequential::add and
+   * Bidirectional take layers by value, so one is easily used after).
+   */
+  Module(Module&& other) noexcept;
+  Module& operator=(Module&& other) noexcept;
 
   /** Builds on the first call, then runs forward(). */
   Tensor operator()(const Tensor& x);
@@ -87,6 +92,8 @@ class Module {
   /** ValueError where `child` is null or contains this module. */
   void check_child(const Module* child) const;
   void mark_built() { built_ = true; }
+  /** ValueError naming this module when it was moved from. */
+  void check_not_moved_from() const;
 
  private:
   void collect(const std::string& prefix, bool trainable_only,
@@ -96,6 +103,7 @@ class Module {
   std::string name_;
   bool training_ = true;
   bool built_ = false;
+  bool moved_from_ = false;
   std::vector<std::pair<std::string, Variable>> weights_;
   std::vector<bool> trainable_;
   std::vector<std::shared_ptr<Module>> children_;

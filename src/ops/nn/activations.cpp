@@ -37,7 +37,10 @@ Tensor relu(const Tensor& x) {
 }
 
 Tensor relu6(const Tensor& x) {
-  return composite("relu6", [&] { return clip(tapeflow::relu(x), 0.0, 6.0); });
+  // The bound first: minimum gives a tie to its first input, so at x = 6
+  // the slope is 0, as TF's Relu6Grad has it (0 < x < 6 only).
+  return composite(
+      "relu6", [&] { return minimum(scalar_like(x, 6.0), tapeflow::relu(x)); });
 }
 
 Tensor crelu(const Tensor& x, int64_t axis) {
@@ -65,8 +68,12 @@ Tensor selu(const Tensor& x) {
 
 Tensor softplus(const Tensor& x) {
   return composite("softplus", [&] {
-    // log(1 + e**x) = max(x, 0) + log1p(e**-|x|)
-    return maximum(x, zero_like(x)) + log1p(exp(-abs(x)));
+    // log(1 + e**x) = max(x, 0) + log1p(e**-|x|), each side chosen by one
+    // where (TF's form) so that the slope at 0 is sigmoid(0) = 0.5: max's
+    // and abs's own slopes there (1 and 0) would add up to 1.
+    const Tensor positive = x >= zero_like(x);
+    return where(positive, x, zero_like(x)) +
+           log1p(exp(where(positive, -x, x)));
   });
 }
 

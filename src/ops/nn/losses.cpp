@@ -28,9 +28,9 @@ Tensor sigmoid_cross_entropy_with_logits(const Tensor& labels,
                                          const Tensor& logits) {
   return composite("sigmoid_cross_entropy_with_logits", [&] {
     check_same_shape(labels, logits, "sigmoid_cross_entropy_with_logits");
+    // softplus(x) - x z: TF's stable form, with the slope at 0 of 0.5 - z.
     const Tensor z = labels.cast(logits.dtype());
-    return maximum(logits, scalar_like(logits, 0.0)) - logits * z +
-           log1p(exp(-abs(logits)));
+    return softplus(logits) - logits * z;
   });
 }
 

@@ -55,15 +55,15 @@ std::pair<Tensor, Tensor> moments(const Tensor& x,
 Tensor layer_normalization(const Tensor& x, int64_t begin_axis,
                            const Tensor& gamma, const Tensor& beta,
                            double epsilon) {
-  if (begin_axis < 0) begin_axis += x.rank();
-  if (begin_axis < 0 || begin_axis >= x.rank())
+  const int64_t first = begin_axis < 0 ? begin_axis + x.rank() : begin_axis;
+  if (first < 0 || first >= x.rank())
     throw IndexError("[layer_normalization] expected begin_axis in [" +
                      std::to_string(-x.rank()) + ", " +
                      std::to_string(x.rank()) + "), got " +
                      std::to_string(begin_axis));
   return composite("layer_normalization", [&] {
     std::vector<int64_t> axes;
-    for (int64_t i = begin_axis; i < x.rank(); ++i) axes.push_back(i);
+    for (int64_t i = first; i < x.rank(); ++i) axes.push_back(i);
     const auto [m, v] = moments(x, axes, true);
     Tensor y = (x - m) * rsqrt(v + epsilon);
     if (gamma.defined()) y = y * gamma;

@@ -18,6 +18,10 @@ class BatchNormalization : public Module {
  public:
   explicit BatchNormalization(BatchNormOptions options = {});
   Tensor forward(const Tensor& x) override;
+  /** Keras' supports_masking: the mask of padded steps goes on as it came. */
+  Tensor output_mask(const Tensor& /*x*/, const Tensor& mask) const override {
+    return mask;
+  }
 
  protected:
   void build(const Shape& input_shape) override;
@@ -33,6 +37,10 @@ class Dropout : public Module {
   explicit Dropout(double rate, std::optional<uint64_t> seed = {},
                    std::string name = "");
   Tensor forward(const Tensor& x) override;
+  /** Keras' supports_masking: the mask of padded steps goes on as it came. */
+  Tensor output_mask(const Tensor& /*x*/, const Tensor& mask) const override {
+    return mask;
+  }
 
  private:
   double rate_;
@@ -54,6 +62,10 @@ class ActivationLayer : public Module {
   ActivationLayer(Activation fn, std::string name)
       : Module("activation", std::move(name)), fn_(std::move(fn)) {}
   Tensor forward(const Tensor& x) override { return fn_(x); }
+  /** Keras' supports_masking: the mask of padded steps goes on as it came. */
+  Tensor output_mask(const Tensor& /*x*/, const Tensor& mask) const override {
+    return mask;
+  }
 
  private:
   Activation fn_;

@@ -22,6 +22,10 @@ class Dense : public Module {
  public:
   explicit Dense(int64_t units, DenseOptions options = {});
   Tensor forward(const Tensor& x) override;
+  /** Keras' supports_masking: the mask of padded steps goes on as it came. */
+  Tensor output_mask(const Tensor& /*x*/, const Tensor& mask) const override {
+    return mask;
+  }
   const Variable& kernel() const { return kernel_; }
   const Variable& bias() const { return bias_; }
 

@@ -6,7 +6,10 @@
 
 namespace tapeflow::nn {
 
-/** MaxPool2D / AvgPool2D / MaxPool3D / AvgPool3D over nn::*_pool*d. */
+/**
+ * Max or average pooling over 1, 2 or 3 spatial dimensions (nn::*_pool*d),
+ * as MaxPool2D / AvgPool2D / MaxPool3D / AvgPool3D make it.
+ */
 class Pool : public Module {
  public:
   enum class Kind { max, avg };
