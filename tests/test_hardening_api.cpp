@@ -309,6 +309,29 @@ TEST_CASE("layer arguments only NaN or nothing could come of") {
       },
       "[global_norm] expected floating tensors, got int32 at 1");
   expect_error<tpf::IndexError>(
-      [] { (void)nn::layer_normalization(tpf::ones({2, 3}), -5, {}, {}); },
+      [] {
+        (void)nn::layer_normalization(tpf::ones({2, 3}), -5, {}, {});
+      },
       "[layer_normalization] expected begin_axis in [-2, 2), got -5");
+}
+
+TEST_CASE("initializers and batch norm statistics as Keras has them") {
+  // glorot_uniform's limit is sqrt(3 / max(1, fan_avg)): fans summing below
+  // 2 count as 2, so one fan in and none out draws within sqrt(3).
+  const auto w = nn::glorot_uniform(1)({4096}, 1, 0, tpf::float64);
+  const double most = tpf::max(tpf::abs(w)).item<double>();
+  CHECK(most <= std::sqrt(3.0));
+  CHECK(most > 0.99 * std::sqrt(3.0));
+  expect_error<tpf::DTypeError>(
+      [] {
+        (void)nn::orthogonal(1.0, 1)({3, 3}, 3, 3, tpf::int32);
+      },
+      "[orthogonal] expected a floating dtype, got int32");
+  auto mean = tpf::Variable(tpf::zeros({2}, tpf::int32));
+  expect_error<tpf::DTypeError>(
+      [&] {
+        (void)nn::fused_batch_norm(tpf::ones({4, 2}), {}, {}, 1e-3, true, mean,
+                                   {}, 0.5);
+      },
+      "[fused_batch_norm] expected a floating running_mean, got int32");
 }

@@ -40,8 +40,9 @@ Tensor truncated(const Shape& shape, double mean, double stddev, DType dtype,
 Initializer glorot_uniform(Seed seed) {
   return [seed](const Shape& shape, int64_t fan_in, int64_t fan_out,
                 DType dtype) mutable {
+    // Keras: sqrt(3 / max(1, fan_avg)), so fans summing below 2 count as 2.
     const double limit =
-        std::sqrt(6.0 / double(std::max<int64_t>(fan_in + fan_out, 1)));
+        std::sqrt(6.0 / std::max(double(fan_in) + double(fan_out), 2.0));
     return stateless_random_uniform(shape, draw_seed(seed), -limit, limit,
                                     dtype);
   };
@@ -124,6 +125,10 @@ Initializer orthogonal(double gain, Seed seed) {
     if (shape.size() < 2)
       throw ValueError("[orthogonal] expected a shape of rank >= 2, got " +
                        shape.str());
+    // Entries in (-1, 1) cast to an integer dtype would all be 0.
+    if (!is_floating(dtype))
+      throw DTypeError("[orthogonal] expected a floating dtype, got " +
+                       std::string(dtype_name(dtype)));
     // Keras: a normal draw as a (rows, cols) matrix, Q of its QR (of the
     // transpose when wide) with column signs from R's diagonal. Modified
     // Gram-Schmidt over the long side gives the same Q.

@@ -24,6 +24,10 @@ Tensor channel_param(const Tensor& t, const Tensor& x, double fill,
   if (!(t.shape() == Shape{c}))
     throw op_error<ShapeError>(kFused, "expected ", what, " of shape ",
                                Shape{c}.str(), ", got ", t.shape().str());
+  // An integer running mean would truncate every update (1.5 became 1).
+  if (!is_floating(t.dtype()))
+    throw op_error<DTypeError>(kFused, "expected a floating ", what, ", got ",
+                               dtype_name(t.dtype()));
   return t.dtype() == x.dtype() ? t : cast(t, x.dtype());
 }
 
