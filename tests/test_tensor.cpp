@@ -112,6 +112,20 @@ TEST_CASE("printing is NumPy-like and elides large tensors") {
   big << tpf::zeros({100, 100});
   CHECK(big.str().find("...") != std::string::npos);
   CHECK(big.str().size() < 1000);
+  // The edges are the tensor's own, whatever was cut between them.
+  std::ostringstream edges;
+  edges << tpf::reshape(tpf::arange<int64_t>(0, 2000, 1), {40, 50});
+  CHECK(edges.str().rfind("Tensor([[   0,    1,    2, ...,   47,   48,   49],\n"
+                          "        [  50,",
+                          0) == 0);
+  CHECK(edges.str().find("[1950, 1951, 1952, ..., 1997, 1998, 1999]], "
+                         "shape=(40, 50), dtype=int64)") != std::string::npos);
+  CHECK(edges.str().find(" 150,") == std::string::npos);
+  // Only the edges reach the host: a broadcast view of 2^41 elements prints.
+  std::ostringstream view;
+  view << tpf::broadcast_to(tpf::tensor({1.5, 2.0}),
+                            {int64_t{1} << 20, int64_t{1} << 20, 2});
+  CHECK(view.str().rfind("Tensor([[[1.5,  2.],\n", 0) == 0);
   std::ostringstream ints;
   ints << tpf::tensor({true, false});
   CHECK(ints.str() == "Tensor([ true, false], shape=(2,), dtype=bool)");

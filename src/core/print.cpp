@@ -1,17 +1,47 @@
 // NumPy-like printing: nested brackets, aligned columns, "..." past 1000
-// elements (3 items kept at each edge of every axis).
+// elements (3 items kept at each edge of every axis, and only those copied
+// to the host).
 #include <cstdio>
 #include <iomanip>
 #include <ostream>
 #include <sstream>
+#include <vector>
 
+#include "tapeflow/autograd.hpp"
 #include "tapeflow/core/tensor.hpp"
+#include "tapeflow/ops/shape.hpp"
 
 namespace tapeflow {
 namespace {
 
 constexpr int64_t kThreshold = 1000;
 constexpr int64_t kEdge = 3;
+
+/** Whether an elided print skips the middle of an axis of n entries. */
+bool elided_axis(bool elide, int64_t n) {
+  return elide && n > 2 * kEdge;
+}
+
+/**
+ * x cut to the kEdge first and last entries of every elided axis: all that
+ * an elided print shows, so a 4 GiB tensor (or a broadcast view of 2^40
+ * elements) prints from a few hundred values, not a host copy of it all.
+ */
+Tensor shown_part(const Tensor& x, bool elide) {
+  NoGradGuard untaped;  // printing records nothing on an open tape
+  Tensor part = x;
+  for (int64_t a = 0; a < x.rank(); ++a) {
+    const int64_t n = x.shape()[a];
+    if (!elided_axis(elide, n)) continue;
+    std::vector<int64_t> begin(x.rank(), 0);
+    std::vector<int64_t> size = part.shape().to_vector();
+    size[a] = kEdge;
+    const Tensor head = slice(part, begin, size);
+    begin[a] = n - kEdge;
+    part = concat({head, slice(part, begin, size)}, a);
+  }
+  return part;
+}
 
 /**
  * The host values of a tensor, kept in their own kind: int64 through double
@@ -64,6 +94,10 @@ struct Values {
   }
 };
 
+/**
+ * Prints the tensor of `shape` from the values of its shown part (every
+ * elided axis cut to its 2 kEdge edge entries).
+ */
 struct Printer {
   const Values& values;
   const Shape& shape;
@@ -71,7 +105,12 @@ struct Printer {
   size_t width = 0;
 
   bool skipped(int64_t i, int64_t n) const {
-    return elide && n > 2 * kEdge && i >= kEdge && i < n - kEdge;
+    return elided_axis(elide, n) && i >= kEdge && i < n - kEdge;
+  }
+  /** Where entry i of `axis` sits in the shown part. */
+  int64_t shown_index(int64_t i, int64_t axis) const {
+    const int64_t n = shape[axis];
+    return elided_axis(elide, n) && i >= kEdge ? i - (n - 2 * kEdge) : i;
   }
   void measure(int64_t axis, int64_t offset) {
     if (axis == shape.size()) {
@@ -81,11 +120,14 @@ struct Printer {
     const int64_t n = shape[axis];
     const int64_t inner = stride(axis);
     for (int64_t i = 0; i < n; ++i)
-      if (!skipped(i, n)) measure(axis + 1, offset + i * inner);
+      if (!skipped(i, n))
+        measure(axis + 1, offset + shown_index(i, axis) * inner);
   }
+  /** The shown part's stride of `axis`. */
   int64_t stride(int64_t axis) const {
     int64_t s = 1;
-    for (int64_t i = axis + 1; i < shape.size(); ++i) s *= shape[i];
+    for (int64_t i = axis + 1; i < shape.size(); ++i)
+      s *= elided_axis(elide, shape[i]) ? 2 * kEdge : shape[i];
     return s;
   }
   void print(std::ostream& os, int64_t axis, int64_t offset, int indent) const {
@@ -103,7 +145,7 @@ struct Printer {
           os << (last_axis ? "..., " : "...,\n" + std::string(indent + 1, ' '));
         continue;
       }
-      print(os, axis + 1, offset + i * inner, indent + 1);
+      print(os, axis + 1, offset + shown_index(i, axis) * inner, indent + 1);
       if (i + 1 < n) {
         os << ',';
         if (last_axis) {
@@ -122,8 +164,9 @@ struct Printer {
 
 std::ostream& operator<<(std::ostream& os, const Tensor& t) {
   if (!t.defined()) return os << "Tensor(undefined)";
-  const Values values(t);
-  Printer p{values, t.shape(), t.numel() > kThreshold};
+  const bool elide = t.numel() > kThreshold;
+  const Values values(elide ? shown_part(t, elide) : t);
+  Printer p{values, t.shape(), elide};
   const std::string head = "Tensor(";
   if (t.numel() > 0) p.measure(0, 0);
   os << head;
