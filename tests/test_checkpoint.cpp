@@ -22,10 +22,12 @@ using testing::TempDir;
 
 namespace {
 
+/** The "ckpt-..." files of `dir` (its state file "checkpoint" left out). */
 std::vector<std::string> checkpoint_files(const fs::path& dir) {
   std::vector<std::string> out;
   for (const auto& e : fs::directory_iterator(dir))
-    out.push_back(e.path().filename().string());
+    if (e.path().filename().string().rfind("ckpt-", 0) == 0)
+      out.push_back(e.path().filename().string());
   std::sort(out.begin(), out.end());
   return out;
 }
@@ -141,6 +143,56 @@ TEST_CASE("max_to_keep and latest_checkpoint") {
   // A corrupted one too.
   fs::resize_file(latest, size);  // zero-filled tail
   CHECK_THROWS_AS(ckpt.restore(latest), tpf::IOError);
+}
+
+TEST_CASE("the latest checkpoint is the one saved last, as TensorFlow's") {
+  TempDir dir;
+  tpf::Variable v(tpf::zeros({2}));
+  tpf::train::Checkpoint ckpt({{"v", v}}, {}, /*max_to_keep=*/3);
+  // Training rolled back: ckpt-100 diverged, ckpt-50 was restored, and the
+  // run goes on from there.
+  for (int64_t step : {50, 100, 60, 70}) {
+    ckpt.set_step(step);
+    v.assign(tpf::full({2}, double(step)));
+    ckpt.save(dir.str());
+  }
+  CHECK(tpf::train::latest_checkpoint(dir.str()) ==
+        (dir.path / "ckpt-70.npz").string());
+  // The oldest saved went (ckpt-50), not the lowest step.
+  CHECK(checkpoint_files(dir.path) ==
+        std::vector<std::string>{"ckpt-100.npz", "ckpt-60.npz", "ckpt-70.npz"});
+  CHECK(testing::slurp(dir / "checkpoint") ==
+        "model_checkpoint_path: \"ckpt-70.npz\"\n"
+        "all_model_checkpoint_paths: \"ckpt-100.npz\"\n"
+        "all_model_checkpoint_paths: \"ckpt-60.npz\"\n"
+        "all_model_checkpoint_paths: \"ckpt-70.npz\"\n");
+  ckpt.set_step(80);
+  ckpt.save(dir.str());
+  CHECK(checkpoint_files(dir.path) ==
+        std::vector<std::string>{"ckpt-60.npz", "ckpt-70.npz", "ckpt-80.npz"});
+  // Saving a step again makes it the latest.
+  ckpt.set_step(60);
+  ckpt.save(dir.str());
+  CHECK(tpf::train::latest_checkpoint(dir.str()) ==
+        (dir.path / "ckpt-60.npz").string());
+  // A listed file deleted by hand is skipped.
+  fs::remove(dir.path / "ckpt-60.npz");
+  CHECK(tpf::train::latest_checkpoint(dir.str()) ==
+        (dir.path / "ckpt-80.npz").string());
+
+  // Files the list does not name (a directory from before the state file,
+  // or a save killed before it updated the list) count as older, by step.
+  std::ofstream(dir.path / "checkpoint") << "garbage\n";
+  CHECK(tpf::train::latest_checkpoint(dir.str()) ==
+        (dir.path / "ckpt-80.npz").string());
+  fs::remove(dir.path / "checkpoint");
+  fs::copy_file(dir.path / "ckpt-70.npz", dir.path / "ckpt-5.npz");
+  CHECK(tpf::train::latest_checkpoint(dir.str()) ==
+        (dir.path / "ckpt-80.npz").string());
+  ckpt.set_step(90);
+  ckpt.save(dir.str());
+  CHECK(checkpoint_files(dir.path) ==
+        std::vector<std::string>{"ckpt-70.npz", "ckpt-80.npz", "ckpt-90.npz"});
 }
 
 TEST_CASE("19-digit steps are found as the latest, and kept by max_to_keep") {

@@ -1,4 +1,5 @@
-// tpf::train::Checkpoint: one .npz per step, written atomically.
+// tpf::train::Checkpoint: one .npz per step, written atomically, and the
+// save order in a state file beside them (TensorFlow's "checkpoint").
 #include "tapeflow/io/checkpoint.hpp"
 
 #include <signal.h>
@@ -8,9 +9,13 @@
 #include <cerrno>
 #include <charconv>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
+#include <string_view>
 
+#include "core/op_error.hpp"
+#include "io/atomic_write.hpp"
 #include "tapeflow/io/npz.hpp"
 
 namespace fs = std::filesystem;
@@ -22,6 +27,8 @@ namespace {
 constexpr const char* kStepName = "__step__";
 constexpr const char* kRngName = "__rng__";
 constexpr const char* kSlotPrefix = "optimizer/";
+// TensorFlow's CheckpointManager keeps its save order in "checkpoint".
+constexpr const char* kStateName = "checkpoint";
 
 /** Step of a file named exactly "ckpt-<digits>.npz", else -1. */
 int64_t checkpoint_step(const std::string& name) {
@@ -55,16 +62,81 @@ std::vector<std::pair<int64_t, fs::path>> list_checkpoints(
 }
 
 /**
- * Removes "ckpt-<n>.npz.tmp-<pid>-<k>[.XXXXXX]" files left by processes that no
- * longer exist (killed during a save).
+ * The checkpoints `dir`'s state file lists, oldest saved first (file names
+ * of `dir`); none without a readable state file. Lines other than
+ * all_model_checkpoint_paths entries naming a "ckpt-<n>.npz" are skipped.
+ */
+std::vector<std::string> read_state(const std::string& dir) {
+  std::ifstream in(fs::path(dir) / kStateName);
+  if (!in) return {};
+  constexpr std::string_view kEntry = "all_model_checkpoint_paths: \"";
+  std::vector<std::string> names;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(kEntry, 0) != 0 || line.size() <= kEntry.size() ||
+        line.back() != '"')
+      continue;
+    std::string name =
+        line.substr(kEntry.size(), line.size() - kEntry.size() - 1);
+    if (checkpoint_step(name) >= 0) names.push_back(std::move(name));
+  }
+  return names;
+}
+
+/** Replaces `dir`'s state file, atomically, with `names` in save order. */
+void write_state(const std::string& dir,
+                 const std::vector<std::string>& names) {
+  constexpr const char* op = "Checkpoint::save";
+  std::string text = "model_checkpoint_path: \"" + names.back() + "\"\n";
+  for (const std::string& name : names)
+    text += "all_model_checkpoint_paths: \"" + name + "\"\n";
+  const std::string path = (fs::path(dir) / kStateName).string();
+  io::detail::write_atomically(path, op, [&](const std::string& tmp) {
+    std::ofstream out(tmp, std::ios::binary);
+    out << text;
+    out.close();
+    if (!out)
+      throw op_error<IOError>(op, "expected to write ", tmp, ", got a failure");
+  });
+}
+
+/**
+ * The checkpoints of `dir`, oldest saved first: those the state file does
+ * not list (a save killed before it updated the list, or files from before
+ * there was one) by step, then the listed ones in their order.
+ */
+std::vector<std::string> save_order(const std::string& dir) {
+  const std::vector<std::string> listed = read_state(dir);
+  std::set<std::string> seen(listed.begin(), listed.end());
+  std::vector<std::string> order;
+  for (const auto& [step, path] : list_checkpoints(dir))
+    if (!seen.count(path.filename().string()))
+      order.push_back(path.filename().string());
+  seen.clear();
+  std::error_code ec;
+  for (const std::string& name : listed)
+    if (seen.insert(name).second &&
+        fs::is_regular_file(fs::path(dir) / name, ec))
+      order.push_back(name);
+  return order;
+}
+
+/**
+ * Removes "ckpt-<n>.npz.tmp-<pid>-<k>[.XXXXXX]" and "checkpoint.tmp-<pid>-<k>"
+ * files left by processes that no longer exist (killed during a save).
  */
 void remove_stale_temps(const std::string& dir) {
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     const std::string name = e.path().filename().string();
-    const size_t at = name.find(".npz.tmp-");
-    if (name.compare(0, 5, "ckpt-") != 0 || at == std::string::npos) continue;
-    const std::string rest = name.substr(at + 9);
+    const std::string state_temp = std::string(kStateName) + ".tmp-";
+    size_t at = name.find(".npz.tmp-");
+    if (name.compare(0, 5, "ckpt-") == 0 && at != std::string::npos)
+      at += 9;
+    else if (name.rfind(state_temp, 0) == 0)
+      at = state_temp.size();
+    else
+      continue;
+    const std::string rest = name.substr(at);
     const long pid = std::strtol(rest.c_str(), nullptr, 10);
     if (pid <= 0 || pid == ::getpid()) continue;
     if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)
@@ -124,17 +196,22 @@ std::string Checkpoint::save(const std::string& dir) const {
                             static_cast<int64_t>(rng.offset)};
   named.emplace_back(kRngName, from_buffer(words, {2}, int64));
 
-  const std::string path =
-      (fs::path(dir) / ("ckpt-" + std::to_string(step_) + ".npz")).string();
+  const std::string name = "ckpt-" + std::to_string(step_) + ".npz";
+  const std::string path = (fs::path(dir) / name).string();
   io::save_npz(path, named);  // durable once this returns
 
-  if (max_to_keep_ > 0) {
-    auto all = list_checkpoints(dir);
-    std::erase_if(all, [&](const auto& c) { return c.second == path; });
-    const size_t keep_old = static_cast<size_t>(max_to_keep_ - 1);
-    for (size_t i = 0; i + keep_old < all.size(); ++i)
-      fs::remove(all[i].second, ec);
-  }
+  // The save order (TF's): a step below an earlier one (training resumed
+  // from an older checkpoint) is still the latest, and the oldest saved go
+  // first. The list is written before any file goes, so a crash between
+  // leaves extra files, never a list naming deleted ones.
+  std::vector<std::string> order = save_order(dir);
+  std::erase(order, name);
+  order.push_back(name);
+  size_t dropped = 0;
+  if (max_to_keep_ > 0 && order.size() > static_cast<size_t>(max_to_keep_))
+    dropped = order.size() - static_cast<size_t>(max_to_keep_);
+  write_state(dir, {order.begin() + dropped, order.end()});
+  for (size_t i = 0; i < dropped; ++i) fs::remove(fs::path(dir) / order[i], ec);
   return path;
 }
 
@@ -191,8 +268,9 @@ void Checkpoint::restore(const std::string& path, bool expect_partial) {
 }
 
 std::string latest_checkpoint(const std::string& dir) {
-  const auto all = list_checkpoints(dir);
-  return all.empty() ? std::string() : all.back().second.string();
+  const std::vector<std::string> order = save_order(dir);
+  return order.empty() ? std::string()
+                       : (fs::path(dir) / order.back()).string();
 }
 
 }  // namespace tapeflow::train

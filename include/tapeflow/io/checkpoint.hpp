@@ -44,8 +44,11 @@ class Checkpoint {
 
   /**
    * Writes "<dir>/ckpt-<step>.npz" atomically (creating `dir` if needed),
-   * then deletes the oldest "ckpt-<n>.npz" files of `dir` beyond
-   * max_to_keep (never the one just written). Returns the new file's path.
+   * records it as the latest in "<dir>/checkpoint" (TensorFlow's state
+   * file, in its text format: the checkpoints oldest saved first), then
+   * deletes the oldest saved "ckpt-<n>.npz" files of `dir` beyond
+   * max_to_keep (never the one just written; files the list does not name
+   * count as older). Returns the new file's path.
    */
   std::string save(const std::string& dir) const;
 
@@ -67,8 +70,12 @@ class Checkpoint {
 };
 
 /**
- * Path of the checkpoint with the highest step in `dir` (files named exactly
- * "ckpt-<n>.npz"; temporary files are ignored), or "" when there is none.
+ * Path of the checkpoint of `dir` saved last, as its state file lists them,
+ * or "" when there is none. A step below an earlier one (training resumed
+ * from an older checkpoint) is still the latest, as in TensorFlow. Files
+ * named exactly "ckpt-<n>.npz" that the list does not name (or all, without
+ * a state file) count as saved before the listed ones, by step; temporary
+ * files are ignored.
  */
 std::string latest_checkpoint(const std::string& dir);
 
