@@ -335,3 +335,129 @@ TEST_CASE("initializers and batch norm statistics as Keras has them") {
       },
       "[fused_batch_norm] expected a floating running_mean, got int32");
 }
+
+TEST_CASE("an op that changes nothing reads a Variable's value, as TF does") {
+  // reshape to its own shape, squeeze of nothing, broadcast_to its shape,
+  // cast to its dtype and concat of one: each a value, not the Variable's
+  // handle, which the next assign changes.
+  tpf::Variable v(tpf::tensor({1.0f, 2.0f, 3.0f}));
+  const std::vector<tpf::Tensor> reads = {
+      tpf::reshape(v, {3}),
+      tpf::reshape(v, {-1}),
+      tpf::squeeze(v),
+      tpf::broadcast_to(v, {3}),
+      tpf::cast(v, tpf::float32),
+      tpf::concat({v}, 0),
+  };
+  v.assign(tpf::tensor({7.0f, 8.0f, 9.0f}));
+  for (size_t i = 0; i < reads.size(); ++i) {
+    CAPTURE(i);
+    CHECK_FALSE(reads[i].is_same(v));
+    CHECK(reads[i].to_vector<float>() == std::vector<float>{1, 2, 3});
+  }
+  // Gradients still reach the variable through them.
+  tpf::GradientTape tape;
+  const auto y = tpf::sum(tpf::reshape(v, {3}) * tpf::cast(v, tpf::float32));
+  CHECK_CLOSE(tape.gradient(y, {v})[0], tpf::tensor({14.0f, 16.0f, 18.0f}));
+}
+
+TEST_CASE("optimizer slots follow the parameter list, with a gradient or not") {
+  // A first step without a gradient for `a` numbered a's slots second, so a
+  // checkpoint restored after build({a, b}) swapped the two moments.
+  tpf::Variable a(tpf::tensor({1.0, 2.0})), b(tpf::tensor({10.0, 20.0}));
+  tpf::optim::Adam adam({.learning_rate = 0.1});
+  adam.apply_gradients({tpf::Tensor(), tpf::tensor({1.0, 1.0})}, {a, b});
+  adam.apply_gradients({tpf::tensor({5.0, 5.0}), tpf::tensor({1.0, 1.0})},
+                       {a, b});
+  tpf::optim::Adam fresh({.learning_rate = 0.1});
+  fresh.build({a, b});
+  const auto saved = adam.slots(), built = fresh.slots();
+  REQUIRE(saved.size() == built.size());
+  for (size_t i = 0; i < saved.size(); ++i)
+    CHECK(saved[i].first == built[i].first);
+  CHECK(saved[0].first == "param0/m");
+  CHECK(saved[0].second.is_same(adam.slot(a, "m")));
+  expect_error<tpf::DTypeError>(
+      [&] {
+        adam.apply_gradients({tpf::constant("g"), tpf::Tensor()}, {a, b});
+      },
+      "[apply_gradients] expected a floating gradient at 0, got string");
+}
+
+TEST_CASE("assign_add and assign_sub take a delta of the variable's shape") {
+  tpf::Variable v(tpf::tensor({1.0f, 2.0f, 3.0f}));
+  expect_error<tpf::ShapeError>(
+      [&] { v.assign_add(tpf::scalar(1.0f)); },
+      "[assign_add] expected a delta of shape (3,) (the variable's), got ()");
+  expect_error<tpf::ShapeError>(
+      [&] {
+        v.assign_sub(tpf::ones({1, 3}));
+      },
+      "[assign_sub] expected a delta of shape (3,) (the variable's), got (1, "
+      "3)");
+  tpf::Variable flags(tpf::tensor({true, false}));
+  expect_error<tpf::DTypeError>(
+      [&] {
+        flags.assign_add(tpf::tensor({true, true}));
+      },
+      "[assign_add] expected a numeric variable, got bool");
+  v.assign_add(tpf::ones({3}));
+  CHECK(v.to_vector<float>() == std::vector<float>{2, 3, 4});
+  expect_error<tpf::ValueError>(
+      [] { (void)tpf::from_buffer(nullptr, {2}, tpf::float32); },
+      "[from_buffer] expected data for 2 elements of shape (2,), got a null "
+      "pointer");
+}
+
+TEST_CASE("windows at the edges: empty axes, huge windows, Keras' sizes") {
+  nn::PoolingOptions dilated{.window_shape = {2},
+                             .pooling_type = "MAX",
+                             .padding = "SAME",
+                             .dilation_rate = {2}};
+  CHECK(nn::pool(tpf::zeros({1, 1, 0}), dilated).shape() ==
+        tpf::Shape{1, 1, 0});
+  dilated.window_shape = {int64_t{1} << 62};
+  dilated.padding = "VALID";
+  dilated.dilation_rate = {4};
+  expect_error<tpf::ValueError>(
+      [&] {
+        (void)nn::pool(tpf::ones({1, 1, 4}), dilated);
+      },
+      "[pool] expected the dilated window to fit in int64");
+
+  // count_include_pad over windows whose padded size passes int64: tiny
+  // averages, not a division by 0; a SAME window of 2^63 - 1 taps keeps
+  // ceil(2 / 1) = 2 outputs.
+  nn::PoolOptions wide{.ksize = {int64_t{1} << 32},
+                       .strides = {1},
+                       .padding = "SAME",
+                       .count_include_pad = true};
+  const auto tiny = nn::avg_pool2d(tpf::ones({1, 1, 2, 2}, tpf::float64), wide)
+                        .to_vector<double>();
+  for (double v : tiny) {
+    CHECK(std::isfinite(v));
+    CHECK(v > 0);
+    CHECK(v < 1e-18);
+  }
+  wide.ksize = {std::numeric_limits<int64_t>::max()};
+  CHECK(nn::avg_pool1d(tpf::ones({1, 1, 2}, tpf::float64), wide).shape() ==
+        tpf::Shape{1, 1, 2});
+
+  // SAME over an empty spatial axis is an empty output, as in TF.
+  const auto x = tpf::ones({1, 1, 0, 4});
+  const auto w = tpf::ones({1, 1, 3, 3});
+  tpf::GradientTape tape;
+  tape.watch(x);
+  tape.watch(w);
+  const auto y = nn::conv2d(x, w, {.padding = "SAME"});
+  CHECK(y.shape() == tpf::Shape{1, 1, 0, 4});
+  const auto g = tape.gradient(tpf::sum(y), {x, w});
+  CHECK(g[0].shape() == x.shape());
+  CHECK_CLOSE(g[1], tpf::zeros({1, 1, 3, 3}));
+
+  // Conv2DTranspose, VALID, kernel shorter than the stride: in * stride.
+  nn::Conv2DTranspose up(1, {1, 1}, {.strides = {2}, .data_format = "NHWC"});
+  CHECK(up(tpf::ones({1, 3, 3, 1})).shape() == tpf::Shape{1, 6, 6, 1});
+  nn::Conv2DTranspose up3(1, {3, 3}, {.strides = {2}, .data_format = "NHWC"});
+  CHECK(up3(tpf::ones({1, 3, 3, 1})).shape() == tpf::Shape{1, 7, 7, 1});
+}

@@ -156,6 +156,9 @@ TEST_CASE("DeviceScope places creations, variables and layers; scopes nest" *
     CHECK(tpf::zeros({2}).device() == dev);
     CHECK(tpf::tensor({1.0f, 2.0f}).device() == dev);
     CHECK(tpf::random_uniform({3}).device() == dev);
+    CHECK(tpf::eye(2).device() == dev);
+    CHECK(tpf::arange<int64_t>(0, 3).device() == dev);
+    CHECK(tpf::arange<double>(0, 1, 0.5).device() == dev);
     CHECK(tpf::Variable(tpf::ones({2}, tpf::float32, tpf::Device::cpu()))
               .device() == dev);
     CHECK(tpf::ones({2}, tpf::float32, tpf::Device::cpu()).device() ==

@@ -97,6 +97,10 @@ class Variable : public Tensor {
   explicit Variable(const Tensor& initial_value, bool trainable = true);
   /** Overwrites the value in place (shape and dtype must match). */
   void assign(const Tensor& value);
+  /**
+   * value += delta / value -= delta in place: delta of the variable's shape
+   * and dtype (nothing broadcast, as TF's assign_add), numeric variables.
+   */
   void assign_add(const Tensor& delta);
   void assign_sub(const Tensor& delta);
 };

@@ -59,14 +59,31 @@ void Variable::assign(const Tensor& value) {
   write_into(*this, value, "assign");
 }
 
+namespace {
+/**
+ * assign_add's and assign_sub's delta: the variable's dtype and shape (TF's
+ * AssignAddVariableOp broadcasts nothing), and a number.
+ */
+void check_delta(const char* op, const Tensor& v, const Tensor& delta) {
+  check_dtype_of(op, "delta", v, delta);
+  if (v.dtype() == bool_ || is_string(v.dtype()))
+    throw op_error<DTypeError>(op, "expected a numeric variable, got ",
+                               dtype_name(v.dtype()));
+  if (!(delta.shape() == v.shape()))
+    throw op_error<ShapeError>(op, "expected a delta of shape ",
+                               v.shape().str(), " (the variable's), got ",
+                               delta.shape().str());
+}
+}  // namespace
+
 void Variable::assign_add(const Tensor& delta) {
-  check_dtype_of("assign_add", "delta", *this, delta);
+  check_delta("assign_add", *this, delta);
   NoGradGuard no_grad;
   assign(add(*this, delta));
 }
 
 void Variable::assign_sub(const Tensor& delta) {
-  check_dtype_of("assign_sub", "delta", *this, delta);
+  check_delta("assign_sub", *this, delta);
   NoGradGuard no_grad;
   assign(sub(*this, delta));
 }

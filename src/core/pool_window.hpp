@@ -27,10 +27,13 @@ struct PoolGeometry {
  */
 struct PoolSpan {
   int64_t start[3], b[3], e[3];
-  int64_t padded = 1, valid = 1;
+  // The padded window's size in double: with count_include_pad, three
+  // windows of 2^22 (or two of 2^32) taps would pass int64, dividing by 0.
+  double padded = 1;
+  int64_t valid = 1;
   /** The divisor of average pooling. */
-  TPF_HOST_DEVICE int64_t count(bool include_pad) const {
-    return include_pad ? padded : valid;
+  TPF_HOST_DEVICE double count(bool include_pad) const {
+    return include_pad ? padded : static_cast<double>(valid);
   }
 };
 
@@ -52,7 +55,8 @@ TPF_HOST_DEVICE inline PoolSpan pool_span(const PoolGeometry& g,
     w.start[a] = start;
     w.b[a] = start > 0 ? start : 0;
     w.e[a] = stop < g.in[a] ? stop : g.in[a];
-    w.padded *= (stop < padded_stop ? stop : padded_stop) - start;
+    w.padded *=
+        static_cast<double>((stop < padded_stop ? stop : padded_stop) - start);
     w.valid *= w.e[a] - w.b[a];
   }
   return w;

@@ -189,9 +189,19 @@ Tensor Conv2DTranspose::forward(const Tensor& x) {
                       : options_.dilations.size() == 1 ? options_.dilations[0]
                                                        : options_.dilations[i];
     const int64_t in = x.shape()[h_axis + i];
-    out[h_axis + i] = options_.padding.mode == "SAME"
-                          ? in * s
-                          : (in - 1) * s + (kernel_size_[i] - 1) * d + 1;
+    // Keras' deconv_output_length: in * s, plus with VALID what the dilated
+    // kernel reaches past the last stride (a kernel shorter than the stride
+    // still fills each stride: in * s, not (in - 1) * s + k).
+    const std::string& op = name();
+    const int64_t dilated = checked_add(
+        checked_mul(kernel_size_[i] - 1, d, op, "the dilated kernel"), 1, op,
+        "the dilated kernel");
+    const int64_t filled = checked_mul(in, s, op, "the output extent");
+    out[h_axis + i] =
+        options_.padding.mode == "SAME"
+            ? filled
+            : checked_add(filled, std::max<int64_t>(dilated - s, 0), op,
+                          "the output extent");
   }
   return finish(conv2d_transpose(x, kernel_, out, conv_options()), bias_,
                 options_);

@@ -62,6 +62,10 @@ Tensor from_buffer(const void* data, const Shape& shape, DType dtype,
                                "expected a numeric dtype, got string "
                                "(from_strings makes string tensors)");
   Tensor t = empty_tensor(shape, dtype, Device::cpu());
+  if (t.numel() > 0 && data == nullptr)
+    throw op_error<ValueError>("from_buffer", "expected data for ", t.numel(),
+                               " elements of shape ", shape.str(),
+                               ", got a null pointer");
   if (t.numel()) std::memcpy(t.raw_data(), data, t.numel() * itemsize(dtype));
   return t.to(device);
 }
@@ -82,7 +86,8 @@ Tensor range_tensor(T start, T step, int64_t n, DType dtype) {
   } else {
     for (int64_t i = 0; i < n; ++i) v[i] = start + static_cast<T>(i) * step;
   }
-  return t.cast(dtype);
+  // Made on the host, then placed where zeros() would be (a DeviceScope).
+  return t.cast(dtype).to(default_device());
 }
 }  // namespace
 
@@ -125,7 +130,7 @@ Tensor eye(int64_t n, int64_t m, DType dtype) {
   double* v = t.data<double>();
   std::fill_n(v, n * m, 0.0);
   for (int64_t i = 0; i < std::min(n, m); ++i) v[i * m + i] = 1.0;
-  return t.cast(dtype);
+  return t.cast(dtype).to(default_device());
 }
 
 // --- random ------------------------------------------------------------------

@@ -28,7 +28,7 @@ Tensor concat(const std::vector<Tensor>& tensors, int64_t axis) {
                        std::to_string(axis) + ", got " + t.shape().str() +
                        " at " + std::to_string(i));
   }
-  if (tensors.size() == 1) return first;
+  if (tensors.size() == 1) return value_of(first);
   return tapeflow::apply(Concat{a}, Inputs(tensors.data(), tensors.size()));
 }
 TensorSpec Concat::infer(Inputs in) const {

@@ -76,4 +76,12 @@ struct OneHot {
   TensorSpec infer(Inputs in) const;
 };
 
+/**
+ * x, or for a Variable a recorded identity view of its buffer: what an op
+ * that changes nothing (a reshape to its own shape, a cast to its own dtype)
+ * returns. The Variable's own handle would follow its later assigns; the
+ * view keeps the value read now (copy on write), as TF reads a variable.
+ */
+Tensor value_of(const Tensor& x);
+
 }  // namespace tapeflow

@@ -2,6 +2,7 @@
 #include "core/op_error.hpp"
 #include "ops/apply.hpp"
 #include "ops/elementwise_ops.hpp"
+#include "ops/shape_ops.hpp"
 #include "tapeflow/autograd.hpp"
 #include "tapeflow/creation.hpp"
 #include "tapeflow/ops/math.hpp"
@@ -160,7 +161,7 @@ Tensor logical_not(const Tensor& x) {
 }
 
 Tensor cast(const Tensor& x, DType dtype) {
-  if (x.dtype() == dtype) return x;
+  if (x.dtype() == dtype) return value_of(x);
   if (is_string(x.dtype()) || is_string(dtype))
     throw op_error<DTypeError>("cast", "expected numeric dtypes, got ",
                                dtype_name(x.dtype()), " to ", dtype_name(dtype),

@@ -83,8 +83,12 @@ Tensor reshape(const Tensor& x, const Shape& shape) {
     throw ShapeError("[reshape] expected a shape with " +
                      std::to_string(x.numel()) + " elements (input " +
                      x.shape().str() + "), got " + shape.str());
-  if (s == x.shape()) return x;
+  if (s == x.shape()) return value_of(x);
   return apply_view(Reshape{s}, x);
+}
+Tensor value_of(const Tensor& x) {
+  if (!x.defined() || !x.impl()->variable) return x;
+  return apply_view(Reshape{x.shape()}, x);
 }
 Tensor Reshape::view(const Tensor& x) const {
   if (const auto strides = view_strides(x, shape))
@@ -167,7 +171,7 @@ Tensor broadcast_to(const Tensor& x, const Shape& shape) {
     throw ShapeError("[broadcast_to] expected " + x.shape().str() +
                      " to broadcast to " + shape.str() + ", got result " +
                      b.str());
-  if (x.shape() == shape) return x;
+  if (x.shape() == shape) return value_of(x);
   return apply_view(BroadcastTo{shape}, x);
 }
 Tensor BroadcastTo::view(const Tensor& x) const {

@@ -112,7 +112,15 @@ void Optimizer::apply_gradients(const std::vector<Tensor>& grads,
     if (!params[i].defined())
       throw ValueError("[apply_gradients] expected a defined parameter at " +
                        std::to_string(i) + ", got an empty one");
+    // Slots in the list's order, gradient or not: slots() numbers them as
+    // build(params) would, so a checkpoint restores each onto its parameter
+    // (a first step without a gradient for params[0] numbered it second).
+    if (is_floating(params[i].dtype())) state_for(params[i]);
     if (!grads[i].defined()) continue;
+    if (!is_floating(grads[i].dtype()))
+      throw DTypeError("[apply_gradients] expected a floating gradient at " +
+                       std::to_string(i) + ", got " +
+                       std::string(dtype_name(grads[i].dtype())));
     if (!(grads[i].shape() == params[i].shape()))
       throw ShapeError("[apply_gradients] expected a gradient of shape " +
                        params[i].shape().str() + " for parameter " +

@@ -120,9 +120,11 @@ struct FileWriter::State {
 
   void run_flusher() {
     // A period past a century (flush_secs may be inf) is "never": one that
-    // overflowed the clock would wake the loop at once, over and over.
+    // overflowed the clock would wake the loop at once, over and over. One
+    // under a millisecond is a millisecond: 1e-12 s rounded to 0 ns spun.
     const auto period = std::chrono::duration_cast<std::chrono::nanoseconds>(
-        std::chrono::duration<double>(std::min(options.flush_secs, 3.2e9)));
+        std::chrono::duration<double>(
+            std::clamp(options.flush_secs, 1e-3, 3.2e9)));
     std::unique_lock lock(mutex);
     while (!closed) {
       wake.wait_for(lock, period);

@@ -69,10 +69,18 @@ class Tensor {
   /** Row-major copy of a string tensor's elements (DTypeError otherwise). */
   std::vector<std::string> to_strings() const;
 
+  /**
+   * A copy on `device`, or this tensor itself where it is already there (as
+   * PyTorch's to(): a Variable's handle, which its later assigns change).
+   */
   Tensor to(Device device) const;
   Tensor cpu() const { return to(Device::cpu()); }
+  /** cast(*this, dtype): a Variable's value as read now, even to its dtype. */
   Tensor cast(DType dtype) const;
-  /** This tensor if already row-major contiguous, else a contiguous copy. */
+  /**
+   * This tensor itself if already row-major contiguous (a Variable's handle
+   * too, as PyTorch's contiguous()), else a contiguous copy.
+   */
   Tensor contiguous() const;
 
   TensorImpl* impl() const { return impl_.get(); }

@@ -37,7 +37,8 @@ struct CommonOptions {
  * apply the weight decay; update each parameter in place with its slot
  * variables; iterations() += 1. The learning rate of a step is evaluated at
  * iterations() before the increment. Updates are never recorded on a tape.
- * Slots are created at a parameter's first update (or by build()) and are
+ * Slots are created by the first apply_gradients that lists a parameter
+ * (with a gradient or not), in the list's order, or by build(), and are
  * keyed by the parameter's TensorImpl; the optimizer keeps the parameter
  * alive.
  */

@@ -182,6 +182,13 @@ ConvAttrs resolve(const char* op, const Shape& x, const Shape& w,
     const int64_t padded =
         checked_add(checked_add(in, before, op, "the padded input"), after, op,
                     "the padded input");
+    // SAME over an empty axis has ceil(0 / s) = 0 outputs there, as in TF:
+    // no window to fit (apply runs no kernel for the empty output).
+    if (p.mode == "SAME" && in == 0) {
+      a.pads_before.push_back(before);
+      a.pads_after.push_back(after);
+      continue;
+    }
     if (extent > padded)
       throw op_error<ShapeError>(op, "expected a dilated filter extent <= ",
                                  "padded input along spatial axis ", i,

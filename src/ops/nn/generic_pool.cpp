@@ -2,6 +2,7 @@
 // windows gathered along each axis (the pooling kernels have no dilation).
 #include <algorithm>
 
+#include "core/checked.hpp"
 #include "core/op_error.hpp"
 #include "ops/composite.hpp"
 #include "ops/nn/layout.hpp"
@@ -42,8 +43,12 @@ Tensor dilated_pool(const char* op, Tensor x, const Shape& window,
                     const Shape& rate, const std::string& padding, bool max) {
   for (int64_t i = 0; i < window.size(); ++i) {
     const int64_t axis = i + 2, in = x.shape()[axis];
-    const int64_t extent = (window[i] - 1) * rate[i] + 1;
+    const int64_t extent = checked_add(
+        checked_mul(window[i] - 1, rate[i], op, "the dilated window"), 1, op,
+        "the dilated window");
     if (padding == "SAME") {
+      // SAME keeps the extent: an empty axis stays empty (no window to take).
+      if (in == 0) continue;
       x = pad_zeros(x, axis, (extent - 1) / 2, extent - 1 - (extent - 1) / 2);
     } else if (in < extent) {
       throw op_error<ShapeError>(

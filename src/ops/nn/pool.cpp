@@ -16,9 +16,12 @@ namespace tapeflow {
 
 Shape PoolWindow::output_shape(const Shape& in) const {
   Shape out{in[0], in[1]};
-  for (int64_t i = 0; i < ksize.size(); ++i)
-    out.push_back(
-        window_count(in[i + 2] + pad_lo[i] + pad_hi[i], ksize[i], strides[i]));
+  for (int64_t i = 0; i < ksize.size(); ++i) {
+    // in - k + lo + hi in this order: in + lo + hi passes INT64_MAX for a
+    // SAME window of 2^63 - 1 taps (count_include_pad keeps its padding).
+    const int64_t span = in[i + 2] - ksize[i] + pad_lo[i] + pad_hi[i];
+    out.push_back(span < 0 ? 0 : span / strides[i] + 1);
+  }
   return out;
 }
 

@@ -71,7 +71,8 @@ class Conv3D : public ConvND {
 
 /**
  * The transpose (gradient) of Conv2D: output size in * stride for "SAME",
- * (in - 1) * stride + kernel for "VALID"; kernel (in, filters, kh, kw).
+ * in * stride + max(dilated kernel - stride, 0) for "VALID" (Keras'
+ * deconv_output_length); kernel (in, filters, kh, kw).
  */
 class Conv2DTranspose : public ConvND {
  public:
