@@ -128,6 +128,7 @@ Work Communicator::start_all_reduce(const Tensor& t, ReduceOp op, Order order,
   constexpr const char* kOp = "all_reduce";
   CommState& c = *state_;
   const int64_t n = begin_reduction(c, t, op, order, kOp);
+  detail::check_writable(t, kOp);  // NCCL's path too
   NoGradGuard no_grad;
   auto w = std::make_shared<WorkState>(kOp, ++c.seq, blocking);
   detail::track(c, w);

@@ -25,17 +25,21 @@ void check_peer(int rank, int size, int self, bool not_self, const char* op,
                                " rank other than this rank (", self, ")");
 }
 
+bool writable(const Tensor& t) {
+  for (int64_t d = 0; d < t.rank(); ++d)
+    if (t.strides()[d] == 0 && t.shape()[d] > 1) return false;
+  return true;
+}
+
+void check_writable(const Tensor& t, const char* op) {
+  if (!writable(t))
+    throw op_error<ValueError>(
+        op, "expected a tensor whose elements have memory of their own, got a ",
+        "broadcast view of shape ", t.shape().str(), " (a stride of 0)");
+}
+
 HostView host_view(const Tensor& t, const char* op, bool writes) {
-  // A broadcast view's elements share memory: a received or reduced value
-  // written into it would keep only the last element's.
-  if (writes)
-    for (int64_t d = 0; d < t.rank(); ++d)
-      if (t.strides()[d] == 0 && t.shape()[d] > 1)
-        throw op_error<ValueError>(
-            op,
-            "expected a tensor whose elements have memory of their own, "
-            "got a broadcast view of shape ",
-            t.shape().str(), " (stride 0 on axis ", d, ")");
+  if (writes) check_writable(t, op);
   HostView v;
   v.tensor = t;
   if (t.device() == Device::cpu() && t.is_contiguous()) {

@@ -14,8 +14,17 @@ struct HostView {
   void* data() const { return host.raw_data(); }
 };
 
-/** `writes`: the collective overwrites the tensor (counted as an in-place
- * write). */
+/**
+ * Whether each element of `t` has memory of its own: a broadcast view's
+ * share it, and a value written into one would keep only the last element.
+ */
+bool writable(const Tensor& t);
+/** ValueError naming `op` unless writable(t). */
+void check_writable(const Tensor& t, const char* op);
+/**
+ * `writes`: the collective overwrites the tensor (counted as an in-place
+ * write; check_writable first).
+ */
 HostView host_view(const Tensor& t, const char* op, bool writes);
 /** Copies a staged buffer back into the caller's tensor. */
 void write_back(const HostView& v, const char* op);

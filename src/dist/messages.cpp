@@ -39,6 +39,8 @@ Work Communicator::start_broadcast(const Tensor& t, int root, bool blocking) {
   detail::mpi_count(n, kOp);
   detail::settle(c);
   detail::check_agreement(c, kOp, n, t.dtype(), root, "root");
+  // On every rank, the root too: one that went on alone would wait for ever.
+  detail::check_writable(t, kOp);
   NoGradGuard no_grad;
   const bool receives = c.rank != root;
   auto w = std::make_shared<WorkState>(kOp, ++c.seq, blocking);
@@ -139,10 +141,14 @@ void Communicator::recv(const Tensor& t, int src, int tag) {
   detail::check_mpi(MPI_Mprobe(src, tag, c.comm, &message, &status), kOp);
   int bytes = 0;
   MPI_Get_count(&status, MPI_BYTE, &bytes);
-  if (bytes != int64_t{n} * static_cast<int64_t>(itemsize(t.dtype()))) {
+  const bool fits =
+      bytes == int64_t{n} * static_cast<int64_t>(itemsize(t.dtype()));
+  if (!fits || !detail::writable(t)) {
+    // Received all the same, so that the sender's send completes.
     std::vector<char> drained(static_cast<size_t>(bytes));
     MPI_Mrecv(drained.data(), bytes, MPI_BYTE, &message, MPI_STATUS_IGNORE);
-    throw size_mismatch(t, src, tag, bytes);
+    if (!fits) throw size_mismatch(t, src, tag, bytes);
+    detail::check_writable(t, kOp);
   }
   const HostView v = detail::host_view(t, kOp, true);
   detail::check_mpi(MPI_Mrecv(v.data(), n, type, &message, MPI_STATUS_IGNORE),

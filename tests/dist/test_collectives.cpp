@@ -259,7 +259,31 @@ TEST_CASE("send and recv around a ring; a size mismatch names both sizes") {
         [&] { w.recv(tpf::zeros({4}), 0, 9); },
         "[recv] expected 16 bytes (4 float32) from rank 0 "
         "(tag 9), got 12");
+  // Into a broadcast view (elements sharing memory): refused, the message
+  // received all the same, so that the sender and the next messages go on.
+  if (w.rank() == 0) w.send(tpf::ones({3}), 1, 10);
+  if (w.rank() == 1)
+    testing::expect_error<tpf::ValueError>(
+        [&] { w.recv(tpf::broadcast_to(tpf::zeros({1}), {3}), 0, 10); },
+        "[recv] expected a tensor whose elements have memory of their own");
   w.barrier();
+}
+
+TEST_CASE("collectives refuse to write into a broadcast view, on every rank") {
+  auto& w = dist::world();
+  const auto shared = tpf::broadcast_to(tpf::zeros({1}), {3});
+  testing::expect_error<tpf::ValueError>(
+      [&] { w.broadcast(shared, 0); },
+      "[broadcast] expected a tensor whose elements have memory of their own, "
+      "got a broadcast view of shape (3,)");
+  testing::expect_error<tpf::ValueError>(
+      [&] { w.all_reduce(shared); },
+      "[all_reduce] expected a tensor whose elements have memory of their "
+      "own");
+  // Nothing was left half done: the world still works.
+  const auto t = tpf::ones({3});
+  w.all_reduce(t);
+  CHECK(t.to_vector<float>() == std::vector<float>(3, float(w.size())));
 }
 
 TEST_CASE("split: groups by color, ordered by key") {
