@@ -194,9 +194,9 @@ TEST_CASE("strings: substr and to_number as TensorFlow reads them") {
   CHECK(str::to_number(tpf::from_strings({" 7", "+7", "-2147483648"}, {3}),
                        tpf::int32)
             .to_vector<int>() == std::vector<int>{7, 7, INT32_MIN});
-  for (const char* bad : {"", " ", "+", "--1", "+-1", "1 2", "0x", "abc",
-                          "0x-1", "-0x-1", "0xinf", "0x1p3", "0x.8",
-                          "infinity", "nan(1)"}) {
+  for (const char* bad :
+       {"", " ", "+", "--1", "+-1", "1 2", "0x", "abc", "0x-1", "-0x-1",
+        "0xinf", "0x1p3", "0x.8", "infinity", "nan(1)"}) {
     CAPTURE(bad);
     expect_error<tpf::ValueError>(
         [&] { (void)str::to_number(tpf::constant(bad), tpf::float64); },
@@ -226,6 +226,11 @@ TEST_CASE("errors name the op called, and the real reason") {
         (void)tpf::reshape(tpf::zeros({0, 3}), {-1, 0});
       },
       "[reshape] expected a -1 extent beside non-zero extents only");
+  expect_error<tpf::ShapeError>(
+      [] {
+        (void)tpf::reshape(tpf::zeros({5}), {-1, 2});
+      },
+      "[reshape] expected a shape with 5 elements (input (5,)), got (-1, 2)");
   expect_error<tpf::ShapeError>(
       [] {
         (void)str::join({tpf::from_strings({"a", "b"}, {2}),

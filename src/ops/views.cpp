@@ -73,16 +73,21 @@ Tensor reshape(const Tensor& x, const Shape& shape) {
       known = checked_mul(known, s[i], "reshape", "the element count");
     }
   }
-  if (infer_at >= 0 && known == 0)
-    throw ShapeError(
-        "[reshape] expected a -1 extent beside non-zero extents only (a 0 "
-        "leaves it nothing to be inferred from), got " +
-        shape.str() + " for input " + x.shape().str());
-  if (infer_at >= 0 && x.numel() % known == 0) s[infer_at] = x.numel() / known;
-  if (checked_numel(s, "reshape") != x.numel())
-    throw ShapeError("[reshape] expected a shape with " +
-                     std::to_string(x.numel()) + " elements (input " +
-                     x.shape().str() + "), got " + shape.str());
+  const auto mismatch = [&] {
+    return ShapeError("[reshape] expected a shape with " +
+                      std::to_string(x.numel()) + " elements (input " +
+                      x.shape().str() + "), got " + shape.str());
+  };
+  if (infer_at >= 0) {
+    if (known == 0)
+      throw ShapeError(
+          "[reshape] expected a -1 extent beside non-zero extents only (a 0 "
+          "leaves it nothing to be inferred from), got " +
+          shape.str() + " for input " + x.shape().str());
+    if (x.numel() % known != 0) throw mismatch();
+    s[infer_at] = x.numel() / known;
+  }
+  if (checked_numel(s, "reshape") != x.numel()) throw mismatch();
   if (s == x.shape()) return value_of(x);
   return apply_view(Reshape{s}, x);
 }
