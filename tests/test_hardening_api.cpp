@@ -6,8 +6,10 @@
 // leaves batch norm's statistics as they were.
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <memory>
+#include <vector>
 
 #include "support/check.hpp"
 
@@ -198,6 +200,19 @@ TEST_CASE("a moved-from layer is a ValueError, not a null cell") {
         (void)lstm.call(tpf::ones({1, 2, 2}), {});
       },
       "[lstm] expected a layer, got a moved-from one");
+  // Its accessors too: they dereferenced the moved-away cell.
+  for (const auto& touch : std::vector<std::function<void()>>{
+           [&] { (void)lstm.cell(); }, [&] { (void)lstm.options(); },
+           [&] {
+             (void)lstm.output_mask(tpf::ones({1, 2, 2}), {});
+           }})
+    expect_error<tpf::ValueError>(
+        touch, "[lstm] expected a layer, got a moved-from one");
+  nn::Bidirectional both(nn::GRU(2));
+  model.add(std::move(both));
+  expect_error<tpf::ValueError>(
+      [&] { (void)both.forward_layer(); },
+      "[bidirectional] expected a layer, got a moved-from one");
   nn::Dense dense(2);
   model.add(std::move(dense));
   expect_error<tpf::ValueError>(

@@ -126,6 +126,97 @@ TEST_CASE("train and eval switch dropout and batch normalization") {
   CHECK(tpf::sum(tpf::equal(y_train, tpf::scalar(0.f))).item<int64_t>() > 0);
 }
 
+TEST_CASE("BatchNormalization over axis -1 normalizes the feature axis") {
+  nn::BatchNormalization bn({.momentum = 0.5, .axis = -1});
+  // (N, T, F) = (1, 2, 2): feature 0 holds {1, 3}, feature 1 {10, 30}.
+  const auto x = tpf::tensor<float>({{{1, 10}, {3, 30}}});
+  const auto y = bn(x);
+  const float a = 1 / std::sqrt(1.001f), b = 10 / std::sqrt(100.001f);
+  CHECK_CLOSE(y, tpf::from_vector<float>({-a, -b, a, b}, {1, 2, 2}));
+  const auto vars = bn.named_variables();
+  REQUIRE(vars.size() == 4);
+  CHECK(vars[0].second.shape() == tpf::Shape{2});
+  // Halfway to the batch mean (2, 20) and unbiased variance (2, 200).
+  CHECK_CLOSE(vars[2].second, tpf::tensor({1.f, 10.f}));
+  CHECK_CLOSE(vars[3].second, tpf::tensor({1.5f, 100.5f}));
+  // The same as channels-first batch norm of the transposed input.
+  nn::BatchNormalization first({.momentum = 0.5});
+  CHECK_CLOSE(y,
+              tpf::transpose(first(tpf::transpose(x, {0, 2, 1})), {0, 2, 1}));
+  bn.eval();
+  CHECK(bn(x).shape() == tpf::Shape{1, 2, 2});
+  nn::BatchNormalization out_of_range({.axis = 3});
+  testing::expect_error<tpf::IndexError>(
+      [&] { (void)out_of_range(x); },
+      "[batch_normalization] expected axis in [-3, 3) for inputs of rank 3, "
+      "got 3");
+}
+
+TEST_CASE("BatchNormalization trains on the unmasked steps only (Keras)") {
+  nn::BatchNormalization bn({.momentum = 0.0, .axis = -1});
+  const auto x = tpf::from_vector<double>({1, 2, 100, 3, 200, 300}, {2, 3, 1});
+  const auto mask =
+      tpf::tensor<bool>({{true, true, false}, {true, false, false}});
+  const auto steps = tpf::reshape(mask, {2, 3, 1});
+  bn.build_for(x.shape(), x.device());
+  // Counted: 1, 2, 3: mean 2, biased variance 2/3, unbiased 1.
+  const auto y = bn.forward_masked(x, mask);
+  CHECK_CLOSE(y, (x - 2.0) * (1 / std::sqrt(2.0 / 3 + 1e-3)), 1e-6, 1e-6);
+  const auto vars = bn.named_variables();
+  CHECK_CLOSE(vars[2].second, tpf::tensor({2.f}));
+  CHECK_CLOSE(vars[3].second, tpf::tensor({1.f}));
+  // A padded step's NaN stays out of the statistics.
+  const auto zero = tpf::scalar(0.0, tpf::float64);
+  const auto poisoned =
+      tpf::where(steps, x, tpf::scalar(testing::kNan, tpf::float64));
+  CHECK_CLOSE(tpf::where(steps, bn.forward_masked(poisoned, mask), zero),
+              tpf::where(steps, y, zero));
+  CHECK(testing::gradcheck(
+            [&](const std::vector<tpf::Tensor>& in) {
+              return bn.forward_masked(in[0], mask);
+            },
+            {x}) == "");
+  // An all-true mask is no mask.
+  const auto r = tpf::random_uniform({4, 3, 2}, -1.0, 1.0, tpf::float64);
+  nn::BatchNormalization plain({.momentum = 0.5, .axis = -1}),
+      masked({.momentum = 0.5, .axis = -1});
+  const auto y_plain = plain(r);
+  masked.build_for(r.shape(), r.device());
+  CHECK_CLOSE(masked.forward_masked(r, tpf::ones({4, 3}, tpf::bool_)), y_plain,
+              1e-9, 1e-9);
+  for (size_t i = 0; i < 4; ++i)
+    CHECK_CLOSE(masked.named_variables()[i].second,
+                plain.named_variables()[i].second);
+  // Channels along the masked axis: channel 1 counts one step (variance 0),
+  // channel 2 none and keeps its statistics; evaluation ignores the mask.
+  nn::BatchNormalization per_step({.momentum = 0.0});
+  per_step.build_for(x.shape(), x.device());
+  (void)per_step.forward_masked(x, mask);
+  CHECK_CLOSE(per_step.named_variables()[2].second,
+              tpf::tensor({2.f, 2.f, 0.f}));
+  CHECK_CLOSE(per_step.named_variables()[3].second,
+              tpf::tensor({2.f, 0.f, 1.f}));
+  per_step.eval();
+  CHECK_CLOSE(per_step.forward_masked(x, mask), per_step(x));
+  testing::expect_error<tpf::ShapeError>(
+      [&] {
+        (void)bn.forward_masked(x, tpf::ones({2, 2}, tpf::bool_));
+      },
+      "[batch_normalization] expected a mask of shape (2, 3) for inputs "
+      "(2, 3, 1), got (2, 2)");
+}
+
+TEST_CASE("a Sequential passes Embedding's mask to BatchNormalization") {
+  nn::Sequential model;
+  model.add(nn::Embedding(4, 1, {.mask_zero = true}));
+  model.add(nn::BatchNormalization({.momentum = 0.0, .axis = -1}));
+  const auto ids = tpf::tensor<int64_t>({{1, 2, 0, 0}});
+  (void)model(ids);
+  const auto table = model.named_variables()[0].second;
+  const auto rows = tpf::gather(table, tpf::tensor<int64_t>({1, 2}));
+  CHECK_CLOSE(model.named_variables()[3].second, tpf::mean(rows, {0}));
+}
+
 TEST_CASE(
     "print_all_variables lists index, shape and name (the seed's format)") {
   nn::Sequential model;

@@ -211,6 +211,37 @@ TEST_CASE("dilated pool by hand: TensorFlow's zero padding under SAME") {
   CHECK_CLOSE(pool(neg, "MAX", "SAME"), tpf::tensor({0.0, -1.0, 0.0}));
 }
 
+TEST_CASE("dilated max pool's gradient goes to a window's first maximum") {
+  // One window over the corners (0, 0), (0, 2), (2, 0), (2, 2); ties go to
+  // the first in row-major order, as max_pool2d's gradient sends them (TF).
+  const auto grad_of = [](const tpf::Tensor& x) {
+    tpf::GradientTape tape;
+    tape.watch(x);
+    const auto y = nn::pool(x, {.window_shape = {2, 2},
+                                .pooling_type = "MAX",
+                                .dilation_rate = {2, 2}});
+    return tape.gradient(tpf::sum(y), {x})[0];
+  };
+  const auto corners = tpf::reshape(
+      tpf::tensor<double>({{0, 9, 5}, {9, 9, 9}, {5, 9, 0}}), {1, 1, 3, 3});
+  CHECK_CLOSE(
+      grad_of(corners),
+      tpf::reshape(tpf::tensor<double>({{0, 0, 1}, {0, 0, 0}, {0, 0, 0}}),
+                   {1, 1, 3, 3}));
+  CHECK_CLOSE(
+      grad_of(tpf::ones({1, 1, 3, 3}, tpf::float64)),
+      tpf::reshape(tpf::tensor<double>({{1, 0, 0}, {0, 0, 0}, {0, 0, 0}}),
+                   {1, 1, 3, 3}));
+  const auto plain =
+      tpf::reshape(tpf::tensor<double>({{0, 5}, {5, 0}}), {1, 1, 2, 2});
+  tpf::GradientTape tape;
+  tape.watch(plain);
+  const auto y = nn::max_pool2d(plain, {.ksize = {2, 2}});
+  CHECK_CLOSE(
+      tape.gradient(tpf::sum(y), {plain})[0],
+      tpf::reshape(tpf::tensor<double>({{0, 1}, {0, 0}}), {1, 1, 2, 2}));
+}
+
 TEST_CASE("dilated pool matches a direct reference in every layout") {
   const tpf::Shape xs[] = {{2, 3, 11}, {2, 3, 9, 8}, {1, 2, 7, 6, 7}};
   const std::vector<int64_t> ks[] = {{3}, {2, 3}, {2, 2, 3}};

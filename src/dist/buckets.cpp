@@ -186,11 +186,20 @@ std::vector<Tensor> BucketStep::finish(const std::vector<Variable>& params) {
 
 int64_t parameter_hash(const std::vector<Variable>& params) {
   uint64_t h = 1469598103934665603ULL;
+  const auto mix = [&h](const void* data, size_t n) {
+    const auto* bytes = static_cast<const unsigned char*>(data);
+    for (size_t k = 0; k < n; ++k) h = (h ^ bytes[k]) * 1099511628211ULL;
+  };
+  // Dtype and shape first: equal bytes split or typed otherwise must differ.
   for (const Variable& p : params) {
     const Tensor host = materialize(p.to(Device::cpu()));
-    const auto* bytes = static_cast<const unsigned char*>(host.raw_data());
-    const size_t n = static_cast<size_t>(host.numel()) * itemsize(host.dtype());
-    for (size_t k = 0; k < n; ++k) h = (h ^ bytes[k]) * 1099511628211ULL;
+    const auto dtype = static_cast<int64_t>(host.dtype());
+    const int64_t rank = host.rank();
+    mix(&dtype, sizeof dtype);
+    mix(&rank, sizeof rank);
+    mix(host.shape().begin(), static_cast<size_t>(rank) * sizeof(int64_t));
+    mix(host.raw_data(),
+        static_cast<size_t>(host.numel()) * itemsize(host.dtype()));
   }
   return static_cast<int64_t>(h);
 }

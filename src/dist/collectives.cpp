@@ -116,8 +116,8 @@ int64_t begin_reduction(CommState& c, const Tensor& t, ReduceOp op, Order order,
   const int64_t n = t.numel();
   detail::mpi_count(n, op_name);
   detail::settle(c);
-  detail::check_agreement(c, op_name, n, t.dtype(), op_and_order(op, order),
-                          "reduce op and order");
+  detail::check_agreement(c, op_name, t.shape(), t.dtype(),
+                          op_and_order(op, order), "reduce op and order");
   return n;
 }
 
@@ -170,7 +170,7 @@ Work Communicator::start_all_gather(const Tensor& t, bool blocking) {
   const int64_t n = t.numel();
   detail::mpi_count(n * c.size, kOp);
   detail::settle(c);
-  detail::check_agreement(c, kOp, n, t.dtype(), 0, "argument");
+  detail::check_agreement(c, kOp, t.shape(), t.dtype(), 0, "argument");
   NoGradGuard no_grad;
   std::vector<int64_t> dims(t.shape().begin(), t.shape().end());
   if (dims.empty()) dims.push_back(1);

@@ -38,7 +38,7 @@ Work Communicator::start_broadcast(const Tensor& t, int root, bool blocking) {
   const int64_t n = t.numel();
   detail::mpi_count(n, kOp);
   detail::settle(c);
-  detail::check_agreement(c, kOp, n, t.dtype(), root, "root");
+  detail::check_agreement(c, kOp, t.shape(), t.dtype(), root, "root");
   // On every rank, the root too: one that went on alone would wait for ever.
   detail::check_writable(t, kOp);
   NoGradGuard no_grad;

@@ -76,7 +76,16 @@ RNNResult Bidirectional::call(const Tensor& x, const RNNCall& args) {
 }
 
 Tensor Bidirectional::output_mask(const Tensor& x, const Tensor& mask) const {
-  return forward_->output_mask(x, mask);
+  return forward_layer().output_mask(x, mask);
+}
+
+RNN& Bidirectional::forward_layer() const {
+  check_not_moved_from();
+  return *forward_;
+}
+RNN& Bidirectional::backward_layer() const {
+  check_not_moved_from();
+  return *backward_;
 }
 
 }  // namespace tapeflow::nn

@@ -1,4 +1,4 @@
-// Dense, normalization, dropout, flatten, pooling and Sequential layers.
+// Dense, dropout, flatten, pooling and Sequential layers.
 #include "tapeflow/nn/layers.hpp"
 
 #include <iomanip>
@@ -9,7 +9,6 @@
 #include "tapeflow/creation.hpp"
 #include "tapeflow/nn/activations.hpp"
 #include "tapeflow/nn/dropout.hpp"
-#include "tapeflow/nn/normalization.hpp"
 #include "tapeflow/ops/linalg.hpp"
 #include "tapeflow/ops/math.hpp"
 #include "tapeflow/ops/shape.hpp"
@@ -55,27 +54,6 @@ Tensor Dense::forward(const Tensor& x) {
                    }());
   if (options_.use_bias) y = y + bias_;
   return options_.activation ? options_.activation(y) : y;
-}
-
-BatchNormalization::BatchNormalization(BatchNormOptions options)
-    : Module("batch_normalization", options.name),
-      options_(std::move(options)) {}
-
-void BatchNormalization::build(const Shape& input_shape) {
-  if (input_shape.size() < 2)
-    throw op_error<ShapeError>(name(), "expected inputs (N, C, ...), got ",
-                               input_shape.str());
-  const int64_t c = input_shape[1];
-  if (options_.scale) gamma_ = add_weight("gamma", ones({c}));
-  if (options_.center) beta_ = add_weight("beta", zeros({c}));
-  moving_mean_ = add_weight("moving_mean", zeros({c}), false);
-  moving_variance_ = add_weight("moving_variance", ones({c}), false);
-}
-
-Tensor BatchNormalization::forward(const Tensor& x) {
-  return fused_batch_norm(x, gamma_, beta_, options_.epsilon, is_training(),
-                          moving_mean_, moving_variance_, options_.momentum)
-      .y;
 }
 
 Dropout::Dropout(double rate, std::optional<uint64_t> seed, std::string name)

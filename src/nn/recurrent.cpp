@@ -47,6 +47,11 @@ RNN::RNN(std::shared_ptr<RecurrentCell> cell, std::string type,
   add_child(cell_);
 }
 
+RecurrentCell& RNN::cell() const {
+  check_not_moved_from();
+  return *cell_;
+}
+
 void RNN::build(const Shape& input_shape) {
   if (input_shape.size() != 3)
     throw op_error<ShapeError>(name(),

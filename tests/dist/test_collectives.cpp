@@ -316,4 +316,18 @@ TEST_CASE("TAPEFLOW_DIST_DEBUG=1: mismatched arguments name the rank") {
             tpf::zeros({2}, w.rank() == 1 ? tpf::int32 : tpf::float32));
       },
       "[all_reduce] expected dtype float32 on every rank, rank 1 has int32");
+  // The same element count in another shape: TF and Horovod refuse it too.
+  const auto transposed = [&] {
+    return w.rank() == 1 ? tpf::zeros({3, 2}) : tpf::zeros({2, 3});
+  };
+  testing::expect_error<dist::DistError>(
+      [&] { w.all_reduce(transposed()); },
+      "[all_reduce] expected shape (2, 3) on every rank, rank 1 has (3, 2)");
+  testing::expect_error<dist::DistError>(
+      [&] { w.all_gather(transposed()); },
+      "[all_gather] expected shape (2, 3) on every rank, rank 1 has (3, 2)");
+  testing::expect_error<dist::DistError>(
+      [&] { w.broadcast(transposed(), 0); },
+      "[broadcast] expected shape (2, 3) on every rank, rank 1 has (3, 2)");
+  w.all_reduce(tpf::zeros({2, 3}));  // the ranks still pair afterwards
 }

@@ -1,7 +1,9 @@
 // DistributedDataParallel at 1, 2 and 3 ranks: bucket order from the tape,
 // bitwise equality with simulate(N) over 5 steps of a dropout + dense model,
 // unused parameters, replica checks, and the input helpers.
+#include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "support/check.hpp"
 #include "support/device.hpp"
@@ -184,6 +186,19 @@ TEST_CASE("check_replicas names a diverged rank; misuse is refused") {
   const auto loss = tpf::sum(ps[0]);
   tpf::Variable other(tpf::zeros({3}));
   CHECK_THROWS_AS(ddp.gradient(tape, loss, {other}), tpf::ValueError);
+}
+
+TEST_CASE("check_replicas tells shapes apart that hold the same bytes") {
+  auto& w = dist::world();
+  const char* debug = std::getenv("TAPEFLOW_DIST_DEBUG");
+  if (w.size() == 1 || (debug != nullptr && std::string(debug) == "1")) return;
+  // The broadcast copies rank 0's six values into rank 1's (3, 2).
+  const tpf::Shape shape = w.rank() == 1 ? tpf::Shape{3, 2} : tpf::Shape{2, 3};
+  std::vector<tpf::Variable> ps = {tpf::Variable(tpf::ones(shape))};
+  dist::DistributedDataParallel ddp(ps);
+  testing::expect_error<dist::ReplicaDivergenceError>(
+      [&] { ddp.check_replicas(); },
+      "[check_replicas] expected every rank to hold rank 0's parameters");
 }
 
 TEST_CASE("average_buffers gives every rank the mean") {

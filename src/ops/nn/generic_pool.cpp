@@ -41,7 +41,10 @@ Tensor pad_zeros(const Tensor& x, int64_t axis, int64_t lo, int64_t hi) {
 /** Stride-1 pooling of channels-first x with windows dilated by `rate`. */
 Tensor dilated_pool(const char* op, Tensor x, const Shape& window,
                     const Shape& rate, const std::string& padding, bool max) {
-  for (int64_t i = 0; i < window.size(); ++i) {
+  // Innermost axis first: the first maximum of each row, then the first row
+  // holding the maximum, is the window's first maximum in row-major order
+  // (TF's max-pool gradient on ties).
+  for (int64_t i = window.size() - 1; i >= 0; --i) {
     const int64_t axis = i + 2, in = x.shape()[axis];
     const int64_t extent = checked_add(
         checked_mul(window[i] - 1, rate[i], op, "the dilated window"), 1, op,

@@ -17,8 +17,8 @@ using Windows = std::vector<std::vector<int64_t>>;
  * Along `axis` of x, the max (or, with `max` false, the mean) of the
  * elements each window lists; the axis's extent becomes windows.size().
  * Windows must be non-empty, of one size and in range. Built from gather
- * and reductions, so the tape differentiates it (a max's gradient goes to
- * its maximum).
+ * and elementwise maximum or mean, so the tape differentiates it: a max's
+ * gradient goes to the window's first maximum (its first NaN, if any).
  */
 Tensor reduce(const Tensor& x, int64_t axis, const Windows& windows, bool max);
 

@@ -6,18 +6,31 @@
 
 namespace tapeflow::nn {
 
-/** Batch normalization over the channel axis 1 (Keras' BatchNormalization). */
+/**
+ * Batch normalization over one channel axis (Keras' BatchNormalization).
+ * `axis` 1 is the channels-first layout of the conv layers; -1 is Keras'
+ * default, the feature axis of a sequence (N, T, F) or channels-last input.
+ */
 struct BatchNormOptions {
   double momentum = 0.99;
   double epsilon = 1e-3;
   bool center = true;  // learn beta
   bool scale = true;   // learn gamma
   std::string name = "";
+  int64_t axis = 1;
 };
 class BatchNormalization : public Module {
  public:
   explicit BatchNormalization(BatchNormOptions options = {});
   Tensor forward(const Tensor& x) override;
+  /**
+   * Training with the mask of padded steps (N, T) of an input (N, T, ...):
+   * the batch statistics are those of the unmasked positions only (Keras'
+   * masked moments); every position is normalized with them. The running
+   * variance takes the unbiased variance over the unmasked count, as
+   * without a mask; a channel with nothing unmasked keeps its statistics.
+   */
+  Tensor forward_masked(const Tensor& x, const Tensor& mask) override;
   /** Keras' supports_masking: the mask of padded steps goes on as it came. */
   Tensor output_mask(const Tensor& /*x*/, const Tensor& mask) const override {
     return mask;
@@ -27,6 +40,10 @@ class BatchNormalization : public Module {
   void build(const Shape& input_shape) override;
 
  private:
+  /** options_.axis in [0, rank) for an input of `rank`, checked. */
+  int64_t channel_axis(int64_t rank) const;
+  Tensor masked_training(const Tensor& x, const Tensor& mask, int64_t axis);
+
   BatchNormOptions options_;
   Variable gamma_, beta_, moving_mean_, moving_variance_;
 };

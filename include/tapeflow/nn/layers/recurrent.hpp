@@ -39,8 +39,9 @@ class RNN : public Module {
   /** The mask goes on with the steps when every step is returned. */
   Tensor output_mask(const Tensor& x, const Tensor& mask) const override;
 
-  RecurrentCell& cell() const { return *cell_; }
-  const RNNOptions& options() const { return cell_->options(); }
+  /** The cell (a ValueError on a moved-from layer, as calling it is). */
+  RecurrentCell& cell() const;
+  const RNNOptions& options() const { return cell().options(); }
   /** A new, unbuilt layer like this one walking time the other way. */
   virtual std::shared_ptr<RNN> reversed() const;
 
@@ -100,8 +101,8 @@ class Bidirectional : public Module {
   }
   Tensor output_mask(const Tensor& x, const Tensor& mask) const override;
 
-  RNN& forward_layer() const { return *forward_; }
-  RNN& backward_layer() const { return *backward_; }
+  RNN& forward_layer() const;
+  RNN& backward_layer() const;
 
  private:
   Tensor merge(const Tensor& a, const Tensor& b) const;
