@@ -237,7 +237,15 @@ TEST_CASE(
   expect_error(
       "[from_dlpack] expected device type kDLCPU (1), kDLCUDA (2), "
       "kDLCUDAHost (3) or kDLCUDAManaged (13), got 4");
+  dl.device = {kDLCUDA, -1};
+  expect_error("[from_dlpack] expected a device index in [0, 32767], got -1");
   dl.device = {kDLCPU, 0};
+
+  // The last element reached at INT64_MAX: one past it wrapped (UB).
+  const int64_t far[] = {INT64_MAX - 1, 1};
+  dl.strides = const_cast<int64_t*>(far);
+  expect_error("[from_dlpack] expected the view's extent to fit in int64");
+  dl.strides = nullptr;
 
   const int64_t reversed[] = {2, -1};
   dl.strides = const_cast<int64_t*>(reversed);

@@ -9,6 +9,7 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "support/check.hpp"
@@ -225,6 +226,114 @@ TEST_CASE("a moved-from layer is a ValueError, not a null cell") {
         tpf::Shape{1, 2});
 }
 
+TEST_CASE("a cell's projected steps check the states a loop hands them") {
+  nn::SimpleRNNCell simple(3);
+  nn::LSTMCell lstm(3);
+  nn::GRUCell gru(3);
+  expect_error<tpf::ValueError>(
+      [&] {
+        (void)lstm.step_projected(tpf::ones({2, 12}), {});
+      },
+      "[lstm_cell] expected a built cell");
+  (void)simple(tpf::ones({2, 5}));
+  (void)lstm(tpf::ones({2, 5}), {tpf::zeros({2, 3}), tpf::zeros({2, 3})});
+  (void)gru(tpf::ones({2, 5}), tpf::zeros({2, 3}));
+  // Each read states[0] or states[1] past the end (a segfault).
+  expect_error<tpf::ValueError>(
+      [&] {
+        (void)simple.step_projected(tpf::ones({2, 3}), {});
+      },
+      "[simple_rnn_cell] expected 1 state tensors, got 0");
+  expect_error<tpf::ValueError>(
+      [&] {
+        (void)lstm.step_projected(tpf::ones({2, 12}), {tpf::zeros({2, 3})});
+      },
+      "[lstm_cell] expected 2 state tensors, got 1");
+  expect_error<tpf::ValueError>(
+      [&] {
+        (void)gru.step_projected(tpf::ones({2, 9}), {});
+      },
+      "[gru_cell] expected 1 state tensors, got 0");
+  expect_error<tpf::ShapeError>(
+      [&] {
+        (void)gru.step_projected(tpf::ones({2, 9}), {tpf::zeros({3, 3})});
+      },
+      "[gru_cell] expected states of shape (2, 3), got (3, 3)");
+  tpf::GradientTape tape;  // the fused walk runs under a tape
+  expect_error<tpf::ValueError>(
+      [&] {
+        (void)lstm.walk_projected(tpf::ones({2, 4, 12}), {}, false, true);
+      },
+      "[lstm_cell] expected 2 state tensors, got 0");
+  const std::vector<tpf::Tensor> hc = {tpf::zeros({2, 3}), tpf::zeros({2, 3})};
+  expect_error<tpf::ShapeError>(
+      [&] { (void)lstm.walk_projected(tpf::ones({12}), hc, false, true); },
+      "[lstm_cell] expected projected inputs (batch, time, 12), got (12,)");
+  expect_error<tpf::ShapeError>(
+      [&] {
+        (void)lstm.step_projected(tpf::ones({2, 8}), hc);
+      },
+      "[lstm_cell] expected projected inputs (batch, 12), got (2, 8)");
+  CHECK(lstm.step_projected(tpf::ones({2, 12}), hc).size() == 2);
+}
+
+TEST_CASE(
+    "Sequential names a layer the first free name; refusals rename none") {
+  nn::Sequential model;
+  model.add(nn::GRU(3));
+  model.add(nn::GRU(3, {.name = "gru_2"}));
+  model.add(nn::GRU(3));  // the count gave "gru_2", taken: refused
+  model.add(nn::GRU(3));
+  std::vector<std::string> names;
+  for (const auto& c : model.children()) names.push_back(c->name());
+  CHECK(names == std::vector<std::string>{"gru", "gru_2", "gru_1", "gru_3"});
+  nn::Sequential explicit_first;
+  explicit_first.add(nn::Dense(2, {.name = "dense_1"}));
+  explicit_first.add(nn::Dense(2));
+  CHECK(explicit_first.children()[1]->name() == "dense");
+
+  auto layer = std::make_shared<nn::GRU>(3);
+  nn::Sequential twice;
+  twice.append(layer);
+  expect_error<tpf::ValueError>(
+      [&] { twice.append(layer); },
+      "[sequential] expected a layer not in the model, got \"gru\" a second "
+      "time");
+  CHECK(layer->name() == "gru");  // it became "gru_1", and its weights' names
+  CHECK(twice.children().size() == 1);
+}
+
+TEST_CASE("string split and join: oversized padding, 0-d axes") {
+  // One string of 200000 pieces among 200000: a padded (200000, 200000)
+  // result, 1.3 TB of strings; std::bad_alloc aborted the process.
+  std::vector<std::string> texts(200000);
+  for (int i = 0; i < 200000; ++i) texts[0] += "a ";
+  expect_error<tpf::ResourceExhaustedError>(
+      [&] { (void)tpf::strings::split(tpf::from_strings(texts, {200000})); },
+      "[split] expected");
+  CHECK(tpf::strings::join(tpf::constant("x")).shape() == tpf::Shape{});
+  expect_error<tpf::IndexError>(
+      [] { (void)tpf::strings::join(tpf::constant("x"), ",", 5); },
+      "[join] expected the default axis -1 for a 0-d tensor (nothing to "
+      "join), got 5");
+}
+
+TEST_CASE("DeviceScopes ending out of order leave the live ones in force") {
+  auto outer = std::make_unique<tpf::DeviceScope>(tpf::Device::cuda(3));
+  auto inner = std::make_unique<tpf::DeviceScope>(tpf::Device::cuda(4));
+  outer.reset();
+  CHECK(tpf::DeviceScope::current() == tpf::Device::cuda(4));
+  inner.reset();  // it restored cuda(3), a scope already gone, for ever
+  CHECK(!tpf::DeviceScope::current().has_value());
+  CHECK(tpf::zeros({1}).device() == tpf::Device::cpu());
+  // A device that does not exist is the creating op's error, not [to]'s.
+  tpf::DeviceScope missing(tpf::Device::cuda(99));
+  expect_error<tpf::DeviceError>([] { (void)tpf::zeros({2}); },
+                                 "[full] expected a");
+  expect_error<tpf::DeviceError>([] { (void)tpf::tensor({1.f}); },
+                                 "[from_buffer] expected a");
+}
+
 TEST_CASE("a tape reset from inside its own gradient() is refused") {
   const auto x = tpf::tensor({1.0, 2.0});
   tpf::GradientTape tape(true);
@@ -439,6 +548,27 @@ TEST_CASE("windows at the edges: empty axes, huge windows, Keras' sizes") {
         (void)nn::pool(tpf::ones({1, 1, 4}), dilated);
       },
       "[pool] expected the dilated window to fit in int64");
+  // A SAME window of 2^40 taps over 5 values costs the 5 values (it took
+  // memory for 5 * 2^40 indices). Taps 3 apart: outputs 0 and 3 read the 7,
+  // 1 and 4 read -1 and -4, 2 reads -2 and -5, each with padding.
+  dilated.window_shape = {int64_t{1} << 40};
+  dilated.padding = "SAME";
+  dilated.dilation_rate = {3};
+  const auto row = tpf::tensor<double>({{{-1, -2, 7, -4, -5}}});
+  CHECK(nn::pool(row, dilated).to_vector<double>() ==
+        std::vector<double>{7, 0, 0, 7, 0});
+  dilated.pooling_type = "AVG";
+  const double taps = std::ldexp(1.0, 40);
+  CHECK(
+      nn::pool(row, dilated).to_vector<double>() ==
+      std::vector<double>{7 / taps, -5 / taps, -7 / taps, 7 / taps, -5 / taps});
+  // Two taps 2 apart around one value read only padding: 0, as in TF.
+  dilated = {.window_shape = {2},
+             .pooling_type = "MAX",
+             .padding = "SAME",
+             .dilation_rate = {2}};
+  CHECK(nn::pool(tpf::full({1, 1, 1}, -3.0), dilated).to_vector<float>() ==
+        std::vector<float>{0});
 
   // count_include_pad over windows whose padded size passes int64: tiny
   // averages, not a division by 0; a SAME window of 2^63 - 1 taps keeps
@@ -454,6 +584,15 @@ TEST_CASE("windows at the edges: empty axes, huge windows, Keras' sizes") {
     CHECK(v > 0);
     CHECK(v < 1e-18);
   }
+  // float32 too, and its gradient (oneDNN refused the window: ValueError).
+  const auto ones32 = tpf::ones({1, 1, 2, 2});
+  tpf::GradientTape wide_tape;
+  wide_tape.watch(ones32);
+  const auto tiny32 = nn::avg_pool2d(ones32, wide);
+  CHECK_CLOSE(tiny32.cast(tpf::float64), tpf::from_vector(tiny, {1, 1, 2, 2}),
+              1e-6, 0);
+  const auto spread = wide_tape.gradient(tpf::sum(tiny32), {ones32})[0];
+  CHECK_CLOSE(spread, tiny32, 1e-6, 0);  // 4 windows of 4 / 2^64 each
   wide.ksize = {std::numeric_limits<int64_t>::max()};
   CHECK(nn::avg_pool1d(tpf::ones({1, 1, 2}, tpf::float64), wide).shape() ==
         tpf::Shape{1, 1, 2});

@@ -4,8 +4,11 @@
 // std::bad_alloc or std::system_error, a read past a buffer, a segfault on
 // a moved-from object, a join that waits for ever, or a save that fails
 // because another thread saves too).
+#include <sys/resource.h>
+
 #include <atomic>
 #include <chrono>
+#include <csignal>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -190,4 +193,37 @@ TEST_CASE("an empty array with a huge extent saves and loads back") {
   const auto back = io::load_npz(path);
   REQUIRE(back.size() == 1);
   CHECK(back[0].second.shape() == tpf::Shape{0, int64_t{1} << 50});
+}
+
+TEST_CASE("a record writer whose write failed refuses the ones after it") {
+  testing::TempDir dir;
+  const std::string path = dir / "records";
+  io::TFRecordWriter w(path);
+  w.write(std::string(1000, 'a'));
+  w.flush();
+  // The file may grow 100 kB more (a full disk); SIGXFSZ ignored, write()
+  // fails with EFBIG part-way through the 256 kB buffer.
+  const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
+  rlimit old{};
+  REQUIRE(getrlimit(RLIMIT_FSIZE, &old) == 0);
+  rlimit tight = old;
+  tight.rlim_cur = std::filesystem::file_size(path) + 100000;
+  REQUIRE(setrlimit(RLIMIT_FSIZE, &tight) == 0);
+  CHECK_THROWS_AS(w.write(std::string(400000, 'b')), tpf::IOError);
+  REQUIRE(setrlimit(RLIMIT_FSIZE, &old) == 0);
+  std::signal(SIGXFSZ, old_handler);
+  // Space is back, but the file ends in a partial record: a record written
+  // now would sit after it, unreadable. It rewrote the first 100 kB and
+  // reported success.
+  expect_error<tpf::IOError>(
+      [&] { w.write("c"); },
+      "[TFRecordWriter] expected a file whose writes succeeded, got ");
+  CHECK_THROWS_AS(w.flush(), tpf::IOError);
+  CHECK_THROWS_AS(w.close(), tpf::IOError);
+  io::TFRecordReader r(path);
+  std::string record;
+  REQUIRE(r.read(record));
+  CHECK(record == std::string(1000, 'a'));
+  expect_error<tpf::DataLossError>([&] { (void)r.read(record); },
+                                   "[TFRecordReader] expected 400000 bytes");
 }

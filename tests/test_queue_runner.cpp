@@ -115,6 +115,22 @@ TEST_CASE("join gives up on threads that ignore the stop") {
   release->store(true);  // the detached thread ends on its own
 }
 
+TEST_CASE("threads destroyed unstarted leave no stop callback behind") {
+  // The callback closed the queue at the next stop request, however long
+  // after the threads were gone: a queue destroyed with them meant a close
+  // on freed memory.
+  data::FIFOQueue<int> q(4);
+  train::Coordinator coord;
+  {
+    train::QueueRunner<data::FIFOQueue<int>> runner(q,
+                                                    {[&q] { q.enqueue(1); }});
+    auto threads = runner.create_threads(coord, /*start=*/false);
+    REQUIRE(threads.size() == 1);
+  }
+  coord.request_stop();
+  CHECK_FALSE(q.is_closed());
+}
+
 TEST_CASE("QueueRunner feeds a queue until the coordinator stops it") {
   // Three producers of distinct numbers into a queue of 2: they block on it
   // most of the time, and still end promptly on the stop request.

@@ -22,11 +22,11 @@ class DeviceScope {
   DeviceScope(const DeviceScope&) = delete;
   DeviceScope& operator=(const DeviceScope&) = delete;
 
-  /** The innermost scope's device on this thread, if any. */
+  /**
+   * The innermost live scope's device on this thread, if any. A scope that
+   * ends out of order (one held by a unique_ptr) leaves the others in force.
+   */
   static std::optional<Device> current();
-
- private:
-  std::optional<Device> previous_;
 };
 
 }  // namespace tapeflow

@@ -91,6 +91,11 @@ Device device_of_dl(DLDevice d) {
     case kDLCUDAManaged:
       return Device::cpu();
     case kDLCUDA:
+      if (d.device_id < 0 || d.device_id > INT16_MAX)
+        throw op_error<DeviceError>("from_dlpack",
+                                    "expected a device index in [0, 32767], "
+                                    "got ",
+                                    d.device_id);
       return Device::cuda(d.device_id);
     default:
       throw op_error<DeviceError>(
@@ -176,7 +181,7 @@ int64_t extent_of(const Shape& shape, const Shape& strides) {
                        checked_mul(shape[i] - 1, strides[i], "from_dlpack",
                                    "the view's extent"),
                        "from_dlpack", "the view's extent");
-  return last + 1;
+  return checked_add(last, 1, "from_dlpack", "the view's extent");
 }
 
 /**

@@ -47,6 +47,15 @@ void OutputStream::check_open() const {
   if (fd_ < 0)
     throw op_error<IOError>(op_, "expected an open file, got ", path_,
                             " already closed");
+  if (!failure_.empty())
+    throw op_error<IOError>(op_, "expected a file whose writes succeeded, got ",
+                            path_, " after a failed one (", failure_,
+                            "): what came next would follow a partial record");
+}
+
+void OutputStream::fail(const std::string& why) {
+  failure_ = why;
+  throw op_error<IOError>(op_, "expected to write ", path_, ", got ", why);
 }
 
 void OutputStream::write_file(const unsigned char* data, size_t n) {
@@ -54,8 +63,7 @@ void OutputStream::write_file(const unsigned char* data, size_t n) {
     const ssize_t w = ::write(fd_, data, n);
     if (w < 0) {
       if (errno == EINTR) continue;
-      throw op_error<IOError>(op_, "expected to write ", path_, ", got ",
-                              std::strerror(errno));
+      fail(std::strerror(errno));
     }
     data += w;
     n -= static_cast<size_t>(w);
@@ -77,8 +85,7 @@ void OutputStream::drain(int zflush) {
     zs_.next_out = packed_.data();
     zs_.avail_out = static_cast<uInt>(packed_.size());
     rc = deflate(&zs_, zflush);
-    if (rc == Z_STREAM_ERROR)
-      throw op_error<IOError>(op_, "zlib failed to compress ", path_);
+    if (rc == Z_STREAM_ERROR) fail("zlib failed to compress");
     write_file(packed_.data(), packed_.size() - zs_.avail_out);
   } while (zs_.avail_out == 0 || (zflush == Z_FINISH && rc != Z_STREAM_END));
   used_ = 0;
@@ -106,6 +113,7 @@ void OutputStream::close() {
   if (fd_ < 0) return;
   const int fd = fd_;
   try {
+    check_open();  // a failed stream is closed as it is, and says so
     drain(Z_FINISH);
   } catch (...) {
     ::close(fd);

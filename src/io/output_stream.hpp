@@ -31,6 +31,12 @@ class OutputStream {
   void drain(int zflush);  // buf_ → file, through deflate if compressed
   void write_file(const unsigned char* data, size_t n);
   void check_open() const;
+  /**
+   * Remembers a failed write and throws it. The file then ends in part of
+   * the buffer, cut anywhere: every later write, flush and close refuses,
+   * so that no record follows a partial one (readers see a truncated end).
+   */
+  [[noreturn]] void fail(const std::string& why);
 
   std::string path_;
   const char* op_;
@@ -38,6 +44,7 @@ class OutputStream {
   int fd_ = -1;
   std::vector<unsigned char> buf_;
   size_t used_ = 0;
+  std::string failure_;  // why a write failed; empty while none has
   // Compressed output only.
   std::vector<unsigned char> packed_;
   z_stream zs_{};

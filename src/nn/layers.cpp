@@ -106,12 +106,22 @@ Tensor Pool::forward(const Tensor& x) {
 
 void Sequential::append(std::shared_ptr<Module> layer) {
   check_child(layer.get());
-  // Keras naming: the type, then type_1, type_2, ... among this model's layers
-  // (a name given explicitly is kept).
+  const auto taken = [this](const std::string& name) {
+    for (const auto& c : children())
+      if (c->name() == name) return true;
+    return false;
+  };
+  for (const auto& c : children())
+    if (c == layer)  // refused before any renaming: the model stays as it was
+      throw op_error<ValueError>(name(), "expected a layer not in the model, ",
+                                 "got \"", layer->name(), "\" a second time");
+  // Keras naming: the first free one of type, type_1, type_2, ... among this
+  // model's layers (a name given explicitly is kept).
   if (layer->name() == layer->type()) {
-    int same = 0;
-    for (const auto& c : children()) same += c->type() == layer->type() ? 1 : 0;
-    if (same > 0) layer->set_name(layer->type() + "_" + std::to_string(same));
+    std::string free = layer->type();
+    for (int k = 1; taken(free); ++k)
+      free = layer->type() + "_" + std::to_string(k);
+    layer->set_name(free);
   }
   add_child(std::move(layer));
 }

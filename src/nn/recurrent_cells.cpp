@@ -132,7 +132,13 @@ std::vector<Tensor> RecurrentCell::step(const Tensor& x_t,
   if (x_t.rank() != 2)
     throw op_error<ShapeError>(
         name(), "expected inputs (batch, features), got ", x_t.shape().str());
-  const Shape state_shape{x_t.shape()[0], units_};
+  check_states(states, x_t.shape()[0]);
+  return step_projected(project_inputs(x_t), states);
+}
+
+void RecurrentCell::check_states(const std::vector<Tensor>& states,
+                                 int64_t batch) const {
+  const Shape state_shape{batch, units_};
   if (states.size() != state_count())
     throw op_error<ValueError>(name(), "expected ", state_count(),
                                " state tensors, got ", states.size());
@@ -141,7 +147,21 @@ std::vector<Tensor> RecurrentCell::step(const Tensor& x_t,
       throw op_error<ShapeError>(name(), "expected states of shape ",
                                  state_shape.str(), ", got ",
                                  s.defined() ? s.shape().str() : "none");
-  return step_projected(project_inputs(x_t), states);
+}
+
+void RecurrentCell::check_projected(const Tensor& projected,
+                                    int64_t rank) const {
+  if (!built())
+    throw op_error<ValueError>(name(),
+                               "expected a built cell (call it or build_for "
+                               "first), got one without weights");
+  const int64_t width = gates_ * units_;
+  if (!projected.defined() || projected.rank() != rank ||
+      projected.shape().back() != width)
+    throw op_error<ShapeError>(
+        name(), "expected projected inputs (",
+        rank == 2 ? "batch, " : "batch, time, ", width, "), got ",
+        projected.defined() ? projected.shape().str() : "none");
 }
 
 Tensor RecurrentCell::forward(const Tensor& x_t) {
@@ -153,6 +173,8 @@ SimpleRNNCell::SimpleRNNCell(int64_t units, RNNOptions options)
 
 std::vector<Tensor> SimpleRNNCell::step_projected(
     const Tensor& projected_t, const std::vector<Tensor>& states) {
+  check_projected(projected_t, 2);
+  check_states(states, projected_t.shape()[0]);
   const Tensor z =
       projected_t + matmul(dropped_state(states[0]), recurrent_kernel_);
   return {activate(options_.activation, z)};
@@ -177,6 +199,8 @@ LSTMState LSTMCell::operator()(const Tensor& x_t, const LSTMState& state) {
 
 std::vector<Tensor> LSTMCell::step_projected(
     const Tensor& projected_t, const std::vector<Tensor>& states) {
+  check_projected(projected_t, 2);
+  check_states(states, projected_t.shape()[0]);
   const Tensor z =
       projected_t + matmul(dropped_state(states[0]), recurrent_kernel_);
   if (keras_activations(options_))
@@ -197,6 +221,8 @@ std::vector<Tensor> LSTMCell::walk_projected(const Tensor& projected,
                                              const std::vector<Tensor>& states,
                                              bool go_backwards,
                                              bool return_sequences) {
+  check_projected(projected, 3);
+  check_states(states, projected.shape()[0]);
   if (!keras_activations(options_) || options_.recurrent_dropout != 0.0)
     return {};
   return detail::lstm_sequence(projected, states[0], states[1],
@@ -224,6 +250,8 @@ Tensor GRUCell::operator()(const Tensor& x_t, const Tensor& h) {
 
 std::vector<Tensor> GRUCell::step_projected(const Tensor& projected_t,
                                             const std::vector<Tensor>& states) {
+  check_projected(projected_t, 2);
+  check_states(states, projected_t.shape()[0]);
   const Tensor& h = states[0];
   const Tensor h_in = dropped_state(h);
   const auto x = gate_parts(projected_t, 3);

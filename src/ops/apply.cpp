@@ -5,6 +5,7 @@
 #include <new>
 #include <stdexcept>
 
+#include "core/cpu_allocator.hpp"
 #include "core/op_error.hpp"
 #include "tapeflow/config.hpp"
 
@@ -42,6 +43,9 @@ void run_soft_placed(const char* op, Inputs in, Device device,
                      std::span<const autograd::TensorSpec> specs,
                      std::span<Tensor> out) {
   if (!config::soft_placement()) throw_no_kernel(op, device);
+  // A device that does not exist (DeviceScope(cuda(0)) without a GPU) is
+  // this op's error, not the copy's ([to]) after the CPU ran it.
+  if (!device.is_cpu()) checked_backend(device, op);
   std::vector<Tensor> host;
   host.reserve(in.size());
   for (const Tensor& t : in) host.push_back(t.cpu());

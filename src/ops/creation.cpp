@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "core/checked.hpp"
+#include "core/cpu_allocator.hpp"
 #include "core/dtype_dispatch.hpp"
 #include "core/op_error.hpp"
 #include "ops/apply.hpp"
@@ -61,6 +62,7 @@ Tensor from_buffer(const void* data, const Shape& shape, DType dtype,
     throw op_error<DTypeError>("from_buffer",
                                "expected a numeric dtype, got string "
                                "(from_strings makes string tensors)");
+  if (!device.is_cpu()) checked_backend(device, "from_buffer");
   Tensor t = empty_tensor(shape, dtype, Device::cpu());
   if (t.numel() > 0 && data == nullptr)
     throw op_error<ValueError>("from_buffer", "expected data for ", t.numel(),

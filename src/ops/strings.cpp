@@ -78,6 +78,13 @@ namespace strings {
 
 Tensor join(const Tensor& s, const std::string& separator, int64_t axis) {
   const std::vector<std::string> in = texts(s, "join");
+  // A 0-d tensor has no axis to join: the default returns it, as TF's
+  // axis=None; any other axis is out of range, as in TF.
+  if (s.rank() == 0 && axis != -1)
+    throw op_error<IndexError>("join",
+                               "expected the default axis -1 for a 0-d "
+                               "tensor (nothing to join), got ",
+                               axis);
   if (s.rank() == 0) return s;
   if (axis < -s.rank() || axis >= s.rank())
     throw op_error<IndexError>("join", "expected an axis in [", -s.rank(), ", ",
@@ -156,11 +163,17 @@ Tensor split(const Tensor& s, const std::string& separator) {
     return from_strings(pieces[0], {static_cast<int64_t>(pieces[0].size())});
   size_t longest = 0;
   for (const auto& p : pieces) longest = std::max(longest, p.size());
-  std::vector<std::string> out(pieces.size() * longest);
-  for (size_t r = 0; r < pieces.size(); ++r)
-    std::move(pieces[r].begin(), pieces[r].end(), out.begin() + r * longest);
-  return from_strings(out, {static_cast<int64_t>(pieces.size()),
-                            static_cast<int64_t>(longest)});
+  const Shape shape{static_cast<int64_t>(pieces.size()),
+                    static_cast<int64_t>(longest)};
+  // The padded result may be far larger than the input (one long string
+  // among many short ones): its size is checked, its allocation reported.
+  const int64_t count = checked_numel(shape, "split");
+  return composite("split", [&] {
+    std::vector<std::string> out(static_cast<size_t>(count));
+    for (size_t r = 0; r < pieces.size(); ++r)
+      std::move(pieces[r].begin(), pieces[r].end(), out.begin() + r * longest);
+    return from_strings(out, shape);
+  });
 }
 
 Tensor length(const Tensor& s) {

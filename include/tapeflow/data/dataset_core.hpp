@@ -104,7 +104,9 @@ class Dataset {
    * components). With num_parallel_calls > 1 (or kAutotune) up to that many
    * calls of f run at once on the process's inter-op pool (so f must be safe
    * to call that way); the output keeps the input order, and an exception
-   * from f comes out of get_next() at that element's place.
+   * from f comes out of get_next() at that element's place. At most 256
+   * elements are read ahead, whatever the bound (only the pool's threads
+   * run calls); calls not started when the iterator goes are skipped.
    */
   template <class F>
   Dataset<detail::element_result_t<F, T>> map(

@@ -116,26 +116,30 @@ class InterOpPool {
 };
 
 /**
- * cv.wait(lock, done), except that a pool thread (a map function that reads
- * a pipeline of its own) runs queued tasks meanwhile: what it waits for may
- * be queued behind it, with every pool thread waiting as it does.
+ * One cv.wait(lock) of a loop that checks its own condition, except that a
+ * pool thread (a map function that reads a pipeline of its own) runs a
+ * queued task instead, or waits a millisecond at most: what it waits for
+ * may be queued behind it, with every pool thread waiting as it does.
  */
+inline void wait_once_helping_pool(std::unique_lock<std::mutex>& lock,
+                                   std::condition_variable& cv) {
+  if (!InterOpPool::on_pool_thread()) {
+    cv.wait(lock);
+    return;
+  }
+  lock.unlock();
+  const bool ran = InterOpPool::instance().run_one();
+  lock.lock();
+  // A millisecond as the duration template <condition_variable> declares
+  // for wait_for: <chrono> itself costs every user ~0.07 s of compiling.
+  if (!ran) cv.wait_for(lock, std::chrono::duration<long, std::milli>(1));
+}
+
+/** cv.wait(lock, done), helping the pool as wait_once_helping_pool does. */
 template <class Done>
 void wait_helping_pool(std::unique_lock<std::mutex>& lock,
                        std::condition_variable& cv, Done done) {
-  if (!InterOpPool::on_pool_thread()) {
-    cv.wait(lock, done);
-    return;
-  }
-  while (!done()) {
-    lock.unlock();
-    const bool ran = InterOpPool::instance().run_one();
-    lock.lock();
-    // A millisecond as the duration template <condition_variable> declares
-    // for wait_for: <chrono> itself costs every user ~0.07 s of compiling.
-    if (!ran)
-      cv.wait_for(lock, std::chrono::duration<long, std::milli>(1), done);
-  }
+  while (!done()) wait_once_helping_pool(lock, cv);
 }
 
 }  // namespace tapeflow::data::detail

@@ -73,7 +73,7 @@ class InterleaveIterator final : public IteratorImpl<U> {
         advance();
       } else if (slot) {
         if (slot->busy || !workers_.empty())
-          ready_.wait(lock);
+          detail::wait_once_helping_pool(lock, ready_);
         else
           produce(lock, slot);
       } else if (!opened_.empty()) {
@@ -85,7 +85,7 @@ class InterleaveIterator final : public IteratorImpl<U> {
         ++open_;
       } else if (!input_ended_) {
         if (input_busy_ || !workers_.empty())
-          ready_.wait(lock);
+          detail::wait_once_helping_pool(lock, ready_);
         else
           open_next(lock);
       } else {

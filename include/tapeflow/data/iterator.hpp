@@ -7,6 +7,7 @@
 #include <functional>
 #include <iterator>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <tuple>
 #include <type_traits>
@@ -31,19 +32,23 @@ using IteratorFactory = std::function<std::unique_ptr<IteratorImpl<T>>()>;
  * of the data and on every later call. An exception thrown while producing an
  * element (in this thread or a background one) comes out of get_next(); the
  * iterator can be asked again after it. Destroying it mid-epoch stops and
- * joins the background threads of its stages.
+ * joins the background threads of its stages. Threads may share one
+ * iterator: get_next() calls take turns (TF's iterator lock), so each
+ * element goes to one of them.
  */
 template <class T>
 class Iterator {
  public:
   explicit Iterator(std::unique_ptr<IteratorImpl<T>> impl)
-      : impl_(std::move(impl)) {}
+      : state_(std::make_unique<State>(std::move(impl))) {}
 
   std::optional<T> get_next() {
-    if (!impl_) return std::nullopt;
-    std::optional<T> v = impl_->next();
+    if (!state_) return std::nullopt;  // moved from
+    std::lock_guard lock(state_->mu);
+    if (!state_->impl) return std::nullopt;
+    std::optional<T> v = state_->impl->next();
     // Ending frees the stages (and their threads) at once.
-    if (!v) impl_.reset();
+    if (!v) state_->impl.reset();
     return v;
   }
 
@@ -71,7 +76,12 @@ class Iterator {
   };
 
  private:
-  std::unique_ptr<IteratorImpl<T>> impl_;
+  struct State {
+    explicit State(std::unique_ptr<IteratorImpl<T>> i) : impl(std::move(i)) {}
+    std::mutex mu;
+    std::unique_ptr<IteratorImpl<T>> impl;
+  };
+  std::unique_ptr<State> state_;
 };
 
 namespace detail {

@@ -59,11 +59,18 @@ class BlockingQueue {
   void enqueue(T value) {
     std::unique_lock lock(mu_);
     if (closed_) throw_closed();
+    // Counted while it waits: a closed queue is not drained before a
+    // pending enqueue lands (its element was lost after the end).
+    ++pending_;
     not_full_.wait(lock,
                    [&] { return items_.size() < capacity_ || cancelled_; });
+    --pending_;
+    if (!cancelled_) items_.push_back(std::move(value));
+    if (closed_)
+      not_empty_.notify_all();  // the last pending one may end the data
+    else
+      not_empty_.notify_one();
     if (cancelled_) throw_closed();
-    items_.push_back(std::move(value));
-    not_empty_.notify_one();
   }
 
   /**
@@ -81,8 +88,19 @@ class BlockingQueue {
 
   /** dequeue(), but std::nullopt in place of the OutOfRangeError. */
   std::optional<T> dequeue_or_end() {
+    return dequeue_or_end([](std::unique_lock<std::mutex>& lock,
+                             std::condition_variable& cv,
+                             const auto& done) { cv.wait(lock, done); });
+  }
+  /**
+   * dequeue_or_end() waiting through wait(lock, cv, done) in place of
+   * cv.wait(lock, done) (prefetch's consumer helps the inter-op pool).
+   */
+  template <class Wait>
+  std::optional<T> dequeue_or_end(Wait&& wait) {
     std::unique_lock lock(mu_);
-    not_empty_.wait(lock, [&] { return ready(1) || drained(1); });
+    const auto done = [&] { return ready(1) || drained(1); };
+    wait(lock, not_empty_, done);
     if (!ready(1)) return std::nullopt;
     T v = take_one();
     not_full_.notify_one();
@@ -99,7 +117,7 @@ class BlockingQueue {
     check_count(n, "dequeue_many");
     std::unique_lock lock(mu_);
     const size_t k = static_cast<size_t>(n);
-    not_empty_.wait(lock, [&] { return ready(k) || closed_; });
+    not_empty_.wait(lock, [&] { return ready(k) || finished(); });
     if (!ready(k))
       throw OutOfRangeError(std::string("[") + op_ + "] expected " +
                             std::to_string(n) +
@@ -116,7 +134,7 @@ class BlockingQueue {
     check_count(n, "dequeue_up_to");
     std::unique_lock lock(mu_);
     const size_t k = static_cast<size_t>(n);
-    not_empty_.wait(lock, [&] { return ready(k) || closed_; });
+    not_empty_.wait(lock, [&] { return ready(k) || finished(); });
     if (ready(k)) return take(k);
     if (items_.empty())
       throw OutOfRangeError(std::string("[") + op_ +
@@ -156,7 +174,9 @@ class BlockingQueue {
   bool ready(size_t k) const {
     return items_.size() >= k + (closed_ ? 0 : min_after_);
   }
-  bool drained(size_t k) const { return closed_ && items_.size() < k; }
+  // Closed, with no enqueue still waiting to add its element.
+  bool finished() const { return closed_ && pending_ == 0; }
+  bool drained(size_t k) const { return finished() && items_.size() < k; }
 
   T take_one() {
     if (random_) {
@@ -201,6 +221,7 @@ class BlockingQueue {
   mutable std::mutex mu_;
   std::condition_variable not_full_, not_empty_;
   std::deque<T> items_;
+  size_t pending_ = 0;  // enqueues waiting for space
   bool closed_ = false, cancelled_ = false;
 };
 

@@ -86,6 +86,11 @@ class QueueRunner {
     uint64_t callback = 0;
     std::mutex mu;
     size_t remaining = 0;
+    // Threads destroyed unstarted never reach LastOneCloses: the callback
+    // would close a queue that may be gone by the next stop request.
+    ~Run() {
+      if (coord) coord->remove_stop_callback(callback);
+    }
   };
   struct LastOneCloses {
     Run* run;

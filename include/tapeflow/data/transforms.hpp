@@ -40,7 +40,9 @@ class ParallelMapIterator final : public IteratorImpl<Out> {
   ParallelMapIterator(std::unique_ptr<IteratorImpl<In>> in, F f, int64_t calls)
       : in_(std::move(in)),
         f_(std::move(f)),
-        window_limit_(static_cast<size_t>(calls)),
+        // Only the pool's threads run calls: a larger window only holds
+        // results ahead, and 2^40 slots read upstream without end.
+        window_limit_(static_cast<size_t>(std::min(calls, kMostStageThreads))),
         pool_(InterOpPool::instance()) {
     runner_.start("map", 1, [this] { run(); });
   }
@@ -109,12 +111,19 @@ class ParallelMapIterator final : public IteratorImpl<Out> {
         ++in_flight_;
       }
       pool_.submit([this, slot, x] {
-        std::exception_ptr error;
-        try {
-          slot->value.emplace(invoke_element(f_, std::move(**x)));
-        } catch (...) {
-          error = std::current_exception();
+        bool stopping;
+        {
+          std::lock_guard lock(mu_);
+          stopping = stop_;
         }
+        // A call still queued when the iterator goes is skipped (TF cancels
+        // it): destruction waits for the calls running, not for the queue.
+        std::exception_ptr error;
+        if (!stopping) try {
+            slot->value.emplace(invoke_element(f_, std::move(**x)));
+          } catch (...) {
+            error = std::current_exception();
+          }
         // Notified under the lock: once it is released, the destructor may
         // find in_flight_ == 0 and destroy done_.
         std::lock_guard lock(mu_);
@@ -169,7 +178,11 @@ class PrefetchIterator final : public IteratorImpl<T> {
 
   std::optional<T> next() override {
     if (ended_) return std::nullopt;
-    std::optional<Outcome<T>> item = queue_.dequeue_or_end();
+    // On a pool thread (a map function reading a prefetched pipeline), it
+    // runs pool tasks while it waits: its producer may wait on them.
+    std::optional<Outcome<T>> item = queue_.dequeue_or_end(
+        [](std::unique_lock<std::mutex>& lock, std::condition_variable& cv,
+           const auto& done) { detail::wait_helping_pool(lock, cv, done); });
     if (item && item->error) std::rethrow_exception(item->error);
     if (!item || !item->value) {
       ended_ = true;

@@ -65,7 +65,11 @@ class TFRecordWriter {
   TFRecordWriter(TFRecordWriter&&) noexcept;
   TFRecordWriter& operator=(TFRecordWriter&&) noexcept;
 
-  /** Appends one record (buffered). */
+  /**
+   * Appends one record (buffered). After a write to the file fails (a full
+   * disk), the file ends in part of a record: every later write, flush and
+   * close is an IOError saying so, and the records before stay readable.
+   */
   void write(std::string_view record);
   /**
    * Hands everything written so far to the operating system (a GZIP/ZLIB

@@ -7,9 +7,11 @@
 // scatters through it (direct loops: oneDNN's plain-layout backward is
 // slower than a scatter). oneDNN's max pooling keeps a NaN only in some
 // window positions, so an input holding NaN max-pools through the direct
-// loops, which give the first NaN of each window (docs/architecture.md).
+// loops, which give the first NaN of each window (docs/architecture.md), as
+// does a geometry past int32, which oneDNN may refuse.
 #include <atomic>
 #include <dnnl.hpp>
+#include <limits>
 #include <unordered_map>
 #include <vector>
 
@@ -128,6 +130,17 @@ void max_pool_training(const PoolWindow& w, const Tensor& x, Tensor& out,
     std::copy_n(static_cast<const uint8_t*>(from), ws.numel(), to);
 }
 
+/**
+ * Whether oneDNN 2.6 takes `w`: it refuses some geometries past int32 (a
+ * count_include_pad window of 2^32 taps), which the direct loops run.
+ */
+bool onednn_takes(const PoolWindow& w) {
+  for (const Shape* s : {&w.ksize, &w.strides, &w.pad_lo, &w.pad_hi})
+    for (int64_t v : *s)
+      if (v > std::numeric_limits<int32_t>::max()) return false;
+  return true;
+}
+
 /** Whether contiguous float32 `x` holds a NaN: one read, in batches. */
 bool has_nan(const Tensor& x) {
   using B = xsimd::batch<float>;
@@ -158,7 +171,7 @@ void max_pool(const MaxPool& op, Inputs in, const Outputs& outs) {
                         static_cast<float*>(out.raw_data()),
                         ws ? static_cast<int32_t*>(ws->raw_data()) : nullptr,
                         x.shape());
-  if (has_nan(x)) return max_pool_direct(op, in, outs);
+  if (!onednn_takes(op.w) || has_nan(x)) return max_pool_direct(op, in, outs);
   if (ws) return max_pool_training(op.w, x, out, *ws);
   pool_forward(algorithm::pooling_max, op.w, x, out);
 }
@@ -177,7 +190,8 @@ void max_pool_argmax(const MaxPoolArgmax& op, Inputs in, const Outputs& outs) {
 void avg_pool(const AvgPool& op, Inputs in, const Outputs& outs) {
   Tensor& out = outs[0];
   if (out.numel() == 0) return;
-  if (out.dtype() != float32) return avg_pool_direct(op, in, outs);
+  if (out.dtype() != float32 || !onednn_takes(op.w))
+    return avg_pool_direct(op, in, outs);
   pool_forward(avg_alg(op.count_include_pad), op.w, materialize(in[0]), out);
 }
 
@@ -210,7 +224,8 @@ void max_pool_gather(const MaxPoolGather& op, Inputs in, const Outputs& outs) {
 void avg_pool_grad(const AvgPoolGrad& op, Inputs in, const Outputs& outs) {
   Tensor& out = outs[0];
   if (out.numel() == 0) return;
-  if (out.dtype() != float32) return avg_pool_grad_direct(op, in, outs);
+  if (out.dtype() != float32 || !onednn_takes(op.w))
+    return avg_pool_grad_direct(op, in, outs);
   const Tensor dy = materialize(in[0]);
   if (dy.numel() == 0) {
     std::fill_n(static_cast<float*>(out.raw_data()), out.numel(), 0.f);

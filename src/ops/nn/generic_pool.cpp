@@ -1,5 +1,6 @@
 // tf.nn.pool: the pooling op of x's spatial rank, or, with a dilation rate,
-// windows gathered along each axis (the pooling kernels have no dilation).
+// windows gathered along each axis (the pooling kernels have no dilation);
+// SAME pads with zeros there, as TF's space_to_batch does.
 #include <algorithm>
 
 #include "core/checked.hpp"
@@ -7,7 +8,6 @@
 #include "ops/composite.hpp"
 #include "ops/nn/layout.hpp"
 #include "ops/nn/window_reduce.hpp"
-#include "tapeflow/creation.hpp"
 #include "tapeflow/nn/pooling.hpp"
 #include "tapeflow/ops/shape.hpp"
 
@@ -21,23 +21,6 @@ Shape per_axis_or_ones(const char* op, const std::vector<int64_t>& v,
                    : layout::per_axis(op, v, nsp, what);
 }
 
-/** x with `lo` zeros before and `hi` after along `axis`. */
-Tensor pad_zeros(const Tensor& x, int64_t axis, int64_t lo, int64_t hi) {
-  if (lo == 0 && hi == 0) return x;
-  std::vector<Tensor> parts;
-  Shape s = x.shape();
-  if (lo > 0) {
-    s[axis] = lo;
-    parts.push_back(zeros(s, x.dtype(), x.device()));
-  }
-  parts.push_back(x);
-  if (hi > 0) {
-    s[axis] = hi;
-    parts.push_back(zeros(s, x.dtype(), x.device()));
-  }
-  return concat(parts, axis);
-}
-
 /** Stride-1 pooling of channels-first x with windows dilated by `rate`. */
 Tensor dilated_pool(const char* op, Tensor x, const Shape& window,
                     const Shape& rate, const std::string& padding, bool max) {
@@ -49,21 +32,22 @@ Tensor dilated_pool(const char* op, Tensor x, const Shape& window,
     const int64_t extent = checked_add(
         checked_mul(window[i] - 1, rate[i], op, "the dilated window"), 1, op,
         "the dilated window");
+    window::Dilated w{.outputs = in - extent + 1,
+                      .size = window[i],
+                      .rate = rate[i],
+                      .offset = 0};
     if (padding == "SAME") {
       // SAME keeps the extent: an empty axis stays empty (no window to take).
       if (in == 0) continue;
-      x = pad_zeros(x, axis, (extent - 1) / 2, extent - 1 - (extent - 1) / 2);
+      w.outputs = in;
+      w.offset = (extent - 1) / 2;
     } else if (in < extent) {
       throw op_error<ShapeError>(
           op, "expected a dilated window no larger than the input with VALID ",
           "padding, got extent ", extent, " along spatial axis ", i,
           " of shape ", x.shape().str());
     }
-    window::Windows windows(x.shape()[axis] - extent + 1);
-    for (int64_t o = 0; o < static_cast<int64_t>(windows.size()); ++o)
-      for (int64_t k = 0; k < window[i]; ++k)
-        windows[o].push_back(o + k * rate[i]);
-    x = window::reduce(x, axis, windows, max);
+    x = window::reduce(x, axis, w, max);
   }
   return x;
 }

@@ -1,25 +1,34 @@
 #pragma once
-// Pooling along one axis over windows listed index by index: what tf.nn.pool
-// with a dilation rate needs, which the pooling kernels (fixed windows,
-// fixed strides, no dilation) do not do. Max and mean over a box are
-// separable, so a pool over several axes is one of these per axis.
+// Pooling along one axis over dilated windows: what tf.nn.pool with a
+// dilation rate needs, which the pooling kernels (fixed windows, fixed
+// strides, no dilation) do not do. Max and mean over a box are separable,
+// so a pool over several axes is one of these per axis.
 #include <cstdint>
-#include <vector>
 
 #include "tapeflow/core/tensor.hpp"
 
 namespace tapeflow::window {
 
-/** The input positions each output reads along one axis, in order. */
-using Windows = std::vector<std::vector<int64_t>>;
+/**
+ * Output o reads the input at o + j * rate - offset for the taps
+ * j = 0..size-1; a position outside the input reads 0 (TF's zero padding
+ * under SAME).
+ */
+struct Dilated {
+  int64_t outputs;
+  int64_t size;
+  int64_t rate;
+  int64_t offset;
+};
 
 /**
- * Along `axis` of x, the max (or, with `max` false, the mean) of the
- * elements each window lists; the axis's extent becomes windows.size().
- * Windows must be non-empty, of one size and in range. Built from gather
- * and elementwise maximum or mean, so the tape differentiates it: a max's
- * gradient goes to the window's first maximum (its first NaN, if any).
+ * Along `axis` of x, the max (or, with `max` false, the mean over all
+ * `size` taps, padding included) of each window; the axis's extent becomes
+ * w.outputs. One gather per tap that reads the input somewhere, so the cost
+ * follows the data, not the window. Built from gather, where and maximum or
+ * add, so the tape differentiates it: a max's gradient goes to the window's
+ * first maximum (its first NaN, if any), a padded position's to nothing.
  */
-Tensor reduce(const Tensor& x, int64_t axis, const Windows& windows, bool max);
+Tensor reduce(const Tensor& x, int64_t axis, const Dilated& w, bool max);
 
 }  // namespace tapeflow::window

@@ -92,6 +92,13 @@ class RecurrentCell : public Module {
   virtual Tensor input_bias() const { return bias_; }
   /** h with the recurrent dropout mask applied (training only). */
   Tensor dropped_state(const Tensor& h);
+  /** state_count() states of shape (batch, units), or the error. */
+  void check_states(const std::vector<Tensor>& states, int64_t batch) const;
+  /**
+   * A built cell and project_inputs() output of `rank` (a step's: 2, a
+   * sequence's: 3) ending in gates × units, or the error.
+   */
+  void check_projected(const Tensor& projected, int64_t rank) const;
 
   int64_t gates_;
   RNNOptions options_;
