@@ -282,7 +282,7 @@ TEST_CASE(
   nn::Sequential model;
   model.add(nn::GRU(3));
   model.add(nn::GRU(3, {.name = "gru_2"}));
-  model.add(nn::GRU(3));  // the count gave "gru_2", taken: refused
+  model.add(nn::GRU(3));  // the count gave "gru_2", taken by the last one
   model.add(nn::GRU(3));
   std::vector<std::string> names;
   for (const auto& c : model.children()) names.push_back(c->name());

@@ -6,6 +6,7 @@
 // because another thread saves too).
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -49,6 +50,32 @@ TEST_CASE("prefetch takes kAutotune, as tf.data.AUTOTUNE") {
   expect_error<tpf::ValueError>(
       [] { (void)data::range(5).prefetch(0); },
       "[prefetch] expected buffer_size >= 1 or kAutotune, got 0");
+}
+
+TEST_CASE("interleave takes a kAutotune cycle_length, as tf.data.AUTOTUNE") {
+  // Every element comes once whatever the cycle the pool's size gives.
+  for (int64_t calls : {int64_t{1}, data::kAutotune}) {
+    auto it = data::range(4)
+                  .interleave(
+                      [](const tpf::Tensor& x) {
+                        return data::range(3).map(
+                            [x](const tpf::Tensor& y) { return x * 10 + y; });
+                      },
+                      data::kAutotune, 1, calls)
+                  .make_iterator();
+    std::vector<int64_t> got;
+    while (auto x = it.get_next()) got.push_back(x->item<int64_t>());
+    std::sort(got.begin(), got.end());
+    CHECK(got ==
+          std::vector<int64_t>{0, 1, 2, 10, 11, 12, 20, 21, 22, 30, 31, 32});
+  }
+  expect_error<tpf::ValueError>(
+      [] {
+        (void)data::range(2).interleave(
+            [](const tpf::Tensor&) { return data::range(1); }, -2);
+      },
+      "[interleave] expected cycle_length >= 1 (or kAutotune) and "
+      "block_length >= 1, got -2 and 1");
 }
 
 TEST_CASE("padded_batch refuses padded extents below -1") {

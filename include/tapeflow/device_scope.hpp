@@ -24,9 +24,16 @@ class DeviceScope {
 
   /**
    * The innermost live scope's device on this thread, if any. A scope that
-   * ends out of order (one held by a unique_ptr) leaves the others in force.
+   * ends out of order (one held by a unique_ptr) leaves the others in force;
+   * a scope ends on the thread that made it.
    */
   static std::optional<Device> current();
+
+ private:
+  Device device_;
+  DeviceScope* inner_;       // made after this one on its thread, if live
+  DeviceScope* outer_;       // made before this one on its thread, if live
+  DeviceScope** innermost_;  // its thread's innermost scope
 };
 
 }  // namespace tapeflow

@@ -1,37 +1,43 @@
 #include "tapeflow/device_scope.hpp"
 
-#include <algorithm>
-#include <utility>
-#include <vector>
-
 namespace tapeflow {
 namespace {
 
-/** This thread's live scopes, innermost last. */
-thread_local std::vector<std::pair<const DeviceScope*, Device>> t_scopes;
+/**
+ * This thread's innermost live scope; the others hang below it. A plain
+ * pointer, never destroyed: a static DeviceScope may end after the thread's
+ * thread_local objects.
+ */
+thread_local DeviceScope* t_innermost = nullptr;
 
 }  // namespace
 
-DeviceScope::DeviceScope(Device device) {
-  t_scopes.emplace_back(this, device);
+DeviceScope::DeviceScope(Device device)
+    : device_(device),
+      inner_(nullptr),
+      outer_(t_innermost),
+      innermost_(&t_innermost) {
+  if (outer_) outer_->inner_ = this;
+  t_innermost = this;
 }
 
 DeviceScope::~DeviceScope() {
-  // Its own entry, wherever it is: a scope on the heap may end before one
-  // made after it, which then stays in force (it was left stale for ever).
-  const auto it =
-      std::find_if(t_scopes.rbegin(), t_scopes.rend(),
-                   [this](const auto& s) { return s.first == this; });
-  if (it != t_scopes.rend()) t_scopes.erase(std::next(it).base());
+  // Unlinked wherever it is: a scope held by a unique_ptr may end before
+  // one made after it, which stays in force.
+  if (inner_)
+    inner_->outer_ = outer_;
+  else
+    *innermost_ = outer_;
+  if (outer_) outer_->inner_ = inner_;
 }
 
 std::optional<Device> DeviceScope::current() {
-  if (t_scopes.empty()) return std::nullopt;
-  return t_scopes.back().second;
+  if (!t_innermost) return std::nullopt;
+  return t_innermost->device_;
 }
 
 Device default_device() {
-  return t_scopes.empty() ? Device::cpu() : t_scopes.back().second;
+  return DeviceScope::current().value_or(Device::cpu());
 }
 
 }  // namespace tapeflow

@@ -1,5 +1,6 @@
 #include "dist/agreement.hpp"
 
+#include <algorithm>
 #include <array>
 #include <string_view>
 #include <vector>

@@ -101,13 +101,16 @@ Tensor BatchNormalization::masked_training(const Tensor& x, const Tensor& mask,
       broadcast_to(expand_dims(cast(mask, DType::bool_), -1), x.shape());
   const Tensor zero = zeros({}, x.dtype(), x.device());
   const Tensor one = ones({}, x.dtype(), x.device());
-  // where, not a product: a padded step's inf or NaN stays out of the sums.
+  // where, not a product: a padded step's inf or NaN stays out of the
+  // statistics and of their gradients (0 * NaN is NaN).
   const Tensor count =
       sum(cast(counted_at, x.dtype()), others, /*keepdims=*/true);
   const Tensor divisor = maximum(count, one);
-  const Tensor m = sum(where(counted_at, x, zero), others, true) / divisor;
+  const Tensor counted_x = where(counted_at, x, zero);
+  const Tensor m = sum(counted_x, others, true) / divisor;
   const Tensor v =
-      sum(where(counted_at, square(x - m), zero), others, true) / divisor;
+      sum(where(counted_at, square(counted_x - m), zero), others, true) /
+      divisor;
   const Shape k = channel_shape(x.rank(), axis, c);
   const auto param = [&](const Variable& p) {
     return p.defined() ? reshape(cast(p, x.dtype()), k) : Tensor();

@@ -132,8 +132,7 @@ std::vector<Tensor> RecurrentCell::step(const Tensor& x_t,
   if (x_t.rank() != 2)
     throw op_error<ShapeError>(
         name(), "expected inputs (batch, features), got ", x_t.shape().str());
-  check_states(states, x_t.shape()[0]);
-  return step_projected(project_inputs(x_t), states);
+  return step_projected(project_inputs(x_t), states);  // checks the states
 }
 
 void RecurrentCell::check_states(const std::vector<Tensor>& states,

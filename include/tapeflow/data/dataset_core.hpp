@@ -160,7 +160,8 @@ class Dataset {
   Dataset cache() const;
   /**
    * f(element) gives a Dataset per input element; their elements are
-   * interleaved: cycle_length of them are open at once, and block_length
+   * interleaved: cycle_length of them are open at once (kAutotune: as many
+   * as the inter-op pool has threads), and block_length
    * consecutive elements come from each in turn (TensorFlow's order). With
    * num_parallel_calls in 2..cycle_length (or kAutotune) that many threads
    * (256 at most) read the open datasets ahead and open the next ones (calling f one at a

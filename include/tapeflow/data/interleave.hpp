@@ -215,9 +215,13 @@ auto Dataset<T>::interleave(F f, int64_t cycle_length, int64_t block_length,
   using U = typename InnerDataset::element_type;
   static_assert(std::is_same_v<InnerDataset, Dataset<U>>,
                 "interleave's function must return a Dataset");
+  // tf.data: an AUTOTUNE cycle is as long as there are cores to read with.
+  if (cycle_length == kAutotune)
+    cycle_length = std::max<int64_t>(detail::inter_op_threads_wanted(), 1);
   if (cycle_length < 1 || block_length < 1)
     throw ValueError(
-        "[interleave] expected cycle_length >= 1 and block_length >= 1, got " +
+        "[interleave] expected cycle_length >= 1 (or kAutotune) and "
+        "block_length >= 1, got " +
         std::to_string(cycle_length) + " and " + std::to_string(block_length));
   if (num_parallel_calls == kAutotune)
     num_parallel_calls = std::clamp<int64_t>(

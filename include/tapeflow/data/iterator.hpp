@@ -34,7 +34,8 @@ using IteratorFactory = std::function<std::unique_ptr<IteratorImpl<T>>()>;
  * iterator can be asked again after it. Destroying it mid-epoch stops and
  * joins the background threads of its stages. Threads may share one
  * iterator: get_next() calls take turns (TF's iterator lock), so each
- * element goes to one of them.
+ * element goes to one of them; a map function of its own pipeline must not
+ * call it (the lock is held).
  */
 template <class T>
 class Iterator {

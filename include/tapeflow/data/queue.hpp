@@ -59,8 +59,8 @@ class BlockingQueue {
   void enqueue(T value) {
     std::unique_lock lock(mu_);
     if (closed_) throw_closed();
-    // Counted while it waits: a closed queue is not drained before a
-    // pending enqueue lands (its element was lost after the end).
+    // Counted while it waits: a closed queue is drained only once no
+    // pending enqueue can still add an element (TF's close()).
     ++pending_;
     not_full_.wait(lock,
                    [&] { return items_.size() < capacity_ || cancelled_; });

@@ -167,13 +167,13 @@ class PrefetchIterator final : public IteratorImpl<T> {
  public:
   PrefetchIterator(std::unique_ptr<IteratorImpl<T>> in, int64_t buffer_size,
                    const char* op)
-      : in_(std::move(in)),
-        queue_(buffer_size),
-        thread_(start_thread(op, [this] { run(); })) {}
+      : in_(std::move(in)), queue_(buffer_size) {
+    producer_.start(op, 1, [this] { run(); });
+  }
 
   ~PrefetchIterator() override {
     queue_.close(/*cancel_pending_enqueues=*/true);
-    thread_.join();
+    producer_.stop_and_join();
   }
 
   std::optional<T> next() override {
@@ -211,7 +211,11 @@ class PrefetchIterator final : public IteratorImpl<T> {
   std::unique_ptr<IteratorImpl<T>> in_;
   FIFOQueue<Outcome<T>> queue_;
   bool ended_ = false;
-  std::thread thread_;  // last: started once the rest exists
+  // The producer ends by the queue's cancellation, not by the stop flag.
+  std::mutex mu_;
+  std::condition_variable wake_;
+  bool stop_ = false;
+  Workers producer_{mu_, stop_, wake_};  // last: joined before the rest
 };
 
 /** prefetch's buffer_size with kAutotune resolved; below 1 is refused. */

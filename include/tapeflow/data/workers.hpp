@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "tapeflow/core/error.hpp"
+#include "tapeflow/data/inter_op_pool.hpp"
 
 namespace tapeflow::data::detail {
 
@@ -65,22 +66,45 @@ class Workers {
   void start(const char* op, int64_t n, Work work) {
     n = std::min(n, kMostStageThreads);
     threads_.reserve(static_cast<size_t>(n));
+    const auto counted = [this, work] {
+      work();
+      std::lock_guard lock(mu_);
+      --running_;
+      exited_.notify_all();
+    };
     try {
-      for (int64_t i = 0; i < n; ++i)
-        threads_.push_back(start_thread(op, work));
+      for (int64_t i = 0; i < n; ++i) {
+        // Counted before it starts: stop_and_join must not miss it.
+        {
+          std::lock_guard lock(mu_);
+          ++running_;
+        }
+        try {
+          threads_.push_back(start_thread(op, counted));
+        } catch (...) {
+          std::lock_guard lock(mu_);
+          --running_;
+          throw;
+        }
+      }
     } catch (...) {
       stop_and_join();
       throw;
     }
   }
 
-  /** Sets the stop flag, wakes every waiting worker and joins them all. */
+  /**
+   * Sets the stop flag, wakes every waiting worker and joins them all. On a
+   * pool thread (a map function leaving its own pipeline early) it runs
+   * pool tasks until they have exited: a worker may be waiting on a call
+   * queued behind this one.
+   */
   void stop_and_join() {
-    {
-      std::lock_guard lock(mu_);
-      stop_ = true;
-    }
+    std::unique_lock lock(mu_);
+    stop_ = true;
     wake_.notify_all();
+    wait_helping_pool(lock, exited_, [&] { return running_ == 0; });
+    lock.unlock();
     for (auto& t : threads_) t.join();
     threads_.clear();
   }
@@ -91,6 +115,8 @@ class Workers {
   std::mutex& mu_;
   bool& stop_;
   std::condition_variable& wake_;
+  std::condition_variable exited_;
+  int64_t running_ = 0;  // started and not yet done, under mu_
   std::vector<std::thread> threads_;
 };
 

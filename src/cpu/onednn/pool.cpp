@@ -131,14 +131,22 @@ void max_pool_training(const PoolWindow& w, const Tensor& x, Tensor& out,
 }
 
 /**
- * Whether oneDNN 2.6 takes `w`: it refuses some geometries past int32 (a
- * count_include_pad window of 2^32 taps), which the direct loops run.
+ * Whether oneDNN 2.6 takes `w` over an input of shape `in`: it refuses some
+ * geometries past int32 (a count_include_pad window of 2^32 taps), which
+ * the direct loops run. Sizes, window taps and padded extents are bounded,
+ * in double so that the bound itself cannot overflow.
  */
-bool onednn_takes(const PoolWindow& w) {
-  for (const Shape* s : {&w.ksize, &w.strides, &w.pad_lo, &w.pad_hi})
-    for (int64_t v : *s)
-      if (v > std::numeric_limits<int32_t>::max()) return false;
-  return true;
+bool onednn_takes(const PoolWindow& w, const Shape& in) {
+  constexpr double most = std::numeric_limits<int32_t>::max();
+  double taps = 1;
+  for (int64_t i = 0; i < w.ksize.size(); ++i) {
+    taps *= static_cast<double>(w.ksize[i]);
+    const double padded = static_cast<double>(in[i + 2]) +
+                          static_cast<double>(w.pad_lo[i]) +
+                          static_cast<double>(w.pad_hi[i]);
+    if (padded > most || static_cast<double>(w.strides[i]) > most) return false;
+  }
+  return taps <= most;
 }
 
 /** Whether contiguous float32 `x` holds a NaN: one read, in batches. */
@@ -171,7 +179,8 @@ void max_pool(const MaxPool& op, Inputs in, const Outputs& outs) {
                         static_cast<float*>(out.raw_data()),
                         ws ? static_cast<int32_t*>(ws->raw_data()) : nullptr,
                         x.shape());
-  if (!onednn_takes(op.w) || has_nan(x)) return max_pool_direct(op, in, outs);
+  if (!onednn_takes(op.w, x.shape()) || has_nan(x))
+    return max_pool_direct(op, in, outs);
   if (ws) return max_pool_training(op.w, x, out, *ws);
   pool_forward(algorithm::pooling_max, op.w, x, out);
 }
@@ -190,7 +199,7 @@ void max_pool_argmax(const MaxPoolArgmax& op, Inputs in, const Outputs& outs) {
 void avg_pool(const AvgPool& op, Inputs in, const Outputs& outs) {
   Tensor& out = outs[0];
   if (out.numel() == 0) return;
-  if (out.dtype() != float32 || !onednn_takes(op.w))
+  if (out.dtype() != float32 || !onednn_takes(op.w, in[0].shape()))
     return avg_pool_direct(op, in, outs);
   pool_forward(avg_alg(op.count_include_pad), op.w, materialize(in[0]), out);
 }
@@ -224,7 +233,7 @@ void max_pool_gather(const MaxPoolGather& op, Inputs in, const Outputs& outs) {
 void avg_pool_grad(const AvgPoolGrad& op, Inputs in, const Outputs& outs) {
   Tensor& out = outs[0];
   if (out.numel() == 0) return;
-  if (out.dtype() != float32 || !onednn_takes(op.w))
+  if (out.dtype() != float32 || !onednn_takes(op.w, op.input_shape))
     return avg_pool_grad_direct(op, in, outs);
   const Tensor dy = materialize(in[0]);
   if (dy.numel() == 0) {

@@ -24,11 +24,13 @@ class BatchNormalization : public Module {
   explicit BatchNormalization(BatchNormOptions options = {});
   Tensor forward(const Tensor& x) override;
   /**
-   * Training with the mask of padded steps (N, T) of an input (N, T, ...):
-   * the batch statistics are those of the unmasked positions only (Keras'
-   * masked moments); every position is normalized with them. The running
-   * variance takes the unbiased variance over the unmasked count, as
-   * without a mask; a channel with nothing unmasked keeps its statistics.
+   * Training with the mask of padded steps, x's shape without its last axis
+   * ((N, T) for (N, T, F)): the batch statistics are those of the unmasked
+   * positions only (Keras' masked moments); every position is normalized
+   * with them. The running variance takes the unbiased variance over the
+   * unmasked count, as without a mask (TF's fused kernel; Keras 3 folds the
+   * biased one); a channel with nothing unmasked keeps its statistics, as
+   * an empty batch does.
    */
   Tensor forward_masked(const Tensor& x, const Tensor& mask) override;
   /** Keras' supports_masking: the mask of padded steps goes on as it came. */
