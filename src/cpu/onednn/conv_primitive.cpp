@@ -7,6 +7,7 @@
 #include "cpu/onednn/channel_blocks.hpp"
 #include "cpu/onednn/common.hpp"
 #include "cpu/onednn/precision.hpp"
+#include "cpu/onednn/signal_shield.hpp"
 
 namespace tapeflow::cpu::onednn {
 namespace {
@@ -102,6 +103,7 @@ ConvPrimitive prepare(ConvPass pass, const ConvAttrs& a, const Shape& x,
   ConvPrimitive p;
   if (pass == ConvPass::forward) {
     p.primitive = dnnl::convolution_forward(fwd);
+    p.shielded = moves_stack_pointer(fwd);
     if (bias) p.bias = memory(bias_md, engine(), nullptr);
     p.src = operand(user_src, fwd.src_desc(), false);
     p.weights = operand(wei, fwd.weights_desc(), false);
@@ -120,6 +122,7 @@ ConvPrimitive prepare(ConvPass pass, const ConvAttrs& a, const Shape& x,
                     algo, src_out, wei_in, dst_in, strides, dil, pl, pr),
         engine(), fwd);
     p.primitive = dnnl::convolution_backward_data(pd);
+    p.shielded = moves_stack_pointer(pd);
     p.src = operand(user_src, pd.diff_src_desc(), true);
     p.weights = operand(wei, pd.weights_desc(), false);
     p.dst = operand(user_dst, pd.diff_dst_desc(), false);
@@ -138,6 +141,7 @@ ConvPrimitive prepare(ConvPass pass, const ConvAttrs& a, const Shape& x,
                     algo, src_in, wei_out, dst_in, strides, dil, pl, pr),
         engine(), fwd);
     p.primitive = dnnl::convolution_backward_weights(pd);
+    p.shielded = moves_stack_pointer(pd);
     p.src = operand(user_src, pd.src_desc(), false);
     p.weights = operand(wei, pd.diff_weights_desc(), true);
     p.dst = operand(user_dst, pd.diff_dst_desc(), false);
@@ -186,9 +190,11 @@ ConvPrimitive& conv_primitive(ConvPass pass, const ConvAttrs& a, const Shape& x,
                                   Int64sHash>
       cache;
   auto it = cache.find(key);
-  if (it == cache.end())
-    it = cache.emplace(key, prepare(pass, a, x, w, y, bias, bf16, layouts))
-             .first;
+  if (it == cache.end()) {
+    ConvPrimitive p = prepare(pass, a, x, w, y, bias, bf16, layouts);
+    p.threads = threads;
+    it = cache.emplace(key, std::move(p)).first;
+  }
   return it->second;
 }
 
@@ -213,6 +219,7 @@ void run_primitive(ConvPrimitive& p, ConvPass pass, const Tensor& bias,
     p.bias.set_data_handle(bias.raw_data());
     args.emplace(DNNL_ARG_BIAS, p.bias);
   }
+  const SignalShield shield(p.shielded, p.threads);
   p.primitive.execute(stream, args);
 }
 

@@ -36,6 +36,8 @@ struct ConvPrimitive {
   ConvOperand src, weights, dst;  // x, filter, y: one of them is the output
   dnnl::memory bias;              // forward only; empty without a bias
   int64_t images_per_chunk = 0;   // conv_chunks.cpp's, once asked
+  int threads = 1;                // the OpenMP team it was made for
+  bool shielded = false;          // runs with the asynchronous signals blocked
 };
 
 /**

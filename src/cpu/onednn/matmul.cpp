@@ -22,6 +22,7 @@
 #include "cpu/onednn/common.hpp"
 #include "cpu/onednn/converted_operand.hpp"
 #include "cpu/onednn/precision.hpp"
+#include "cpu/onednn/signal_shield.hpp"
 #include "cpu/parallel.hpp"
 #include "ops/linalg_ops.hpp"
 
@@ -125,6 +126,7 @@ struct Prepared {
   dnnl::matmul primitive;
   Operand a, b;
   dnnl::memory c;
+  bool shielded;  // runs with the asynchronous signals blocked
 };
 
 struct Key {
@@ -216,7 +218,8 @@ void matmul_f32(const MatMul& op, const Tensor& given_a, const Tensor& given_b,
              .emplace(key,
                       Prepared{dnnl::matmul(pd), operand(amd, pd.src_desc()),
                                operand(bmd, pd.weights_desc()),
-                               dnnl::memory(cmd, engine(), nullptr)})
+                               dnnl::memory(cmd, engine(), nullptr),
+                               onednn::moves_stack_pointer(pd)})
              .first;
   }
   Prepared& p = it->second;
@@ -231,6 +234,7 @@ void matmul_f32(const MatMul& op, const Tensor& given_a, const Tensor& given_b,
   Tensor converted[2];  // alive until the product ends
   if (p.a.bf16_span > 0) converted[0] = convert(p.a, a, take, left.get());
   if (p.b.bf16_span > 0) converted[1] = convert(p.b, b, take, left.get());
+  const onednn::SignalShield shield(p.shielded, key.threads);
   p.primitive.execute(stream, {{DNNL_ARG_SRC, p.a.internal},
                                {DNNL_ARG_WEIGHTS, p.b.internal},
                                {DNNL_ARG_DST, p.c}});
