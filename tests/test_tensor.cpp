@@ -126,6 +126,28 @@ TEST_CASE("printing is NumPy-like and elides large tensors") {
   view << tpf::broadcast_to(tpf::tensor({1.5, 2.0}),
                             {int64_t{1} << 20, int64_t{1} << 20, 2});
   CHECK(view.str().rfind("Tensor([[[1.5,  2.],\n", 0) == 0);
+  // Every axis is cut before anything is copied, and the loops visit only
+  // the shown entries: a 1-D view of 2^62 elements never returned, a
+  // 2^31 x 2^31 one copied 6 rows of 2^31 values (an allocation failure).
+  std::ostringstream line;
+  line << tpf::broadcast_to(tpf::tensor({1.5f}), {int64_t{1} << 62});
+  CHECK(line.str() ==
+        "Tensor([1.5, 1.5, 1.5, ..., 1.5, 1.5, 1.5], "
+        "shape=(4611686018427387904,), dtype=float32)");
+  std::ostringstream square;
+  square << tpf::broadcast_to(tpf::tensor({{2.0f}}),
+                              {int64_t{1} << 31, int64_t{1} << 31});
+  CHECK(square.str().rfind("Tensor([[2., 2., 2., ..., 2., 2., 2.],\n", 0) == 0);
+  std::ostringstream cube;
+  cube << tpf::reshape(tpf::arange<int64_t>(0, 7 * 7 * 21, 1), {7, 7, 21});
+  CHECK(
+      cube.str().find("[ 420,  421,  422, ...,  438,  439,  440]],\n\n"
+                      "        ...,\n"
+                      "        [[ 588,  589,  590, ...,  606,  607,  608],") !=
+      std::string::npos);
+  CHECK(cube.str().find(
+            "[1008, 1009, 1010, ..., 1026, 1027, 1028]]], shape=(7, 7, 21)") !=
+        std::string::npos);
   std::ostringstream ints;
   ints << tpf::tensor({true, false});
   CHECK(ints.str() == "Tensor([ true, false], shape=(2,), dtype=bool)");

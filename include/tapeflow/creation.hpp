@@ -29,7 +29,10 @@ template <class T>
 Tensor fill(const Shape& shape, T value) {
   return full(shape, static_cast<double>(value), dtype_of<T>());
 }
-/** Copies `count` elements of `dtype` from host memory into a new tensor. */
+/**
+ * Copies `count` elements of `dtype` from host memory into a new tensor;
+ * bool_ bytes other than 0 read as true (stored as 1).
+ */
 Tensor from_buffer(const void* data, const Shape& shape, DType dtype,
                    Device device = default_device());
 /** A string_ tensor (always on the CPU) holding `values` row-major. */

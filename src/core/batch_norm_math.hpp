@@ -55,9 +55,12 @@ struct BatchNormAffine {
   T a, b;
   TPF_HOST_DEVICE BatchNormAffine(T scale, T offset, T mean, T variance,
                                   double epsilon) {
+    using std::fma;
     using std::sqrt;
     a = scale / sqrt(variance + T(epsilon));
-    b = offset - mean * a;
+    // Fused by hand: whether a compiler contracts offset - mean * a depends
+    // on its optimization level, and every backend must round alike.
+    b = fma(-mean, a, offset);
   }
 };
 

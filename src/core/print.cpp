@@ -23,24 +23,35 @@ bool elided_axis(bool elide, int64_t n) {
 }
 
 /**
- * x cut to the kEdge first and last entries of every elided axis: all that
- * an elided print shows, so a 4 GiB tensor (or a broadcast view of 2^40
- * elements) prints from a few hundred values, not a host copy of it all.
+ * The block of x whose axes from `axis` on are cut to the kEdge first and
+ * last entries of every elided axis, `begin` and `size` framing it on the
+ * axes before. Every slice is a view and every block holds at most
+ * (2 kEdge)^rank values, so a 4 GiB tensor (or a broadcast view of 2^62
+ * elements) prints from a few hundred values: cutting one axis at a time
+ * would concatenate whole rows of the others.
  */
-Tensor shown_part(const Tensor& x, bool elide) {
-  NoGradGuard untaped;  // printing records nothing on an open tape
-  Tensor part = x;
-  for (int64_t a = 0; a < x.rank(); ++a) {
-    const int64_t n = x.shape()[a];
-    if (!elided_axis(elide, n)) continue;
-    std::vector<int64_t> begin(x.rank(), 0);
-    std::vector<int64_t> size = part.shape().to_vector();
-    size[a] = kEdge;
-    const Tensor head = slice(part, begin, size);
-    begin[a] = n - kEdge;
-    part = concat({head, slice(part, begin, size)}, a);
+Tensor shown_block(const Tensor& x, int64_t axis, std::vector<int64_t>& begin,
+                   std::vector<int64_t>& size) {
+  if (axis == x.rank()) return slice(x, begin, size);
+  const int64_t n = x.shape()[axis];
+  if (!elided_axis(true, n)) {
+    begin[axis] = 0;
+    size[axis] = n;
+    return shown_block(x, axis + 1, begin, size);
   }
-  return part;
+  size[axis] = kEdge;
+  begin[axis] = 0;
+  const Tensor head = shown_block(x, axis + 1, begin, size);
+  begin[axis] = n - kEdge;
+  const Tensor tail = shown_block(x, axis + 1, begin, size);
+  return concat({head, tail}, axis);
+}
+
+/** x cut to what an elided print shows. */
+Tensor shown_part(const Tensor& x) {
+  NoGradGuard untaped;  // printing records nothing on an open tape
+  std::vector<int64_t> begin(x.rank()), size(x.rank());
+  return shown_block(x, 0, begin, size);
 }
 
 /**
@@ -104,8 +115,9 @@ struct Printer {
   bool elide;
   size_t width = 0;
 
-  bool skipped(int64_t i, int64_t n) const {
-    return elided_axis(elide, n) && i >= kEdge && i < n - kEdge;
+  /** The entry after i of an axis of n entries that the print shows. */
+  int64_t next_shown(int64_t i, int64_t n) const {
+    return elided_axis(elide, n) && i + 1 == kEdge ? n - kEdge : i + 1;
   }
   /** Where entry i of `axis` sits in the shown part. */
   int64_t shown_index(int64_t i, int64_t axis) const {
@@ -119,9 +131,8 @@ struct Printer {
     }
     const int64_t n = shape[axis];
     const int64_t inner = stride(axis);
-    for (int64_t i = 0; i < n; ++i)
-      if (!skipped(i, n))
-        measure(axis + 1, offset + shown_index(i, axis) * inner);
+    for (int64_t i = 0; i < n; i = next_shown(i, n))
+      measure(axis + 1, offset + shown_index(i, axis) * inner);
   }
   /** The shown part's stride of `axis`. */
   int64_t stride(int64_t axis) const {
@@ -139,12 +150,9 @@ struct Printer {
     const int64_t n = shape[axis];
     const int64_t inner = stride(axis);
     const bool last_axis = axis + 1 == shape.size();
-    for (int64_t i = 0; i < n; ++i) {
-      if (skipped(i, n)) {
-        if (i == kEdge)
-          os << (last_axis ? "..., " : "...,\n" + std::string(indent + 1, ' '));
-        continue;
-      }
+    for (int64_t i = 0; i < n; i = next_shown(i, n)) {
+      if (i == n - kEdge && elided_axis(elide, n))
+        os << (last_axis ? "..., " : "...,\n" + std::string(indent + 1, ' '));
       print(os, axis + 1, offset + shown_index(i, axis) * inner, indent + 1);
       if (i + 1 < n) {
         os << ',';
@@ -165,7 +173,7 @@ struct Printer {
 std::ostream& operator<<(std::ostream& os, const Tensor& t) {
   if (!t.defined()) return os << "Tensor(undefined)";
   const bool elide = t.numel() > kThreshold;
-  const Values values(elide ? shown_part(t, elide) : t);
+  const Values values(elide ? shown_part(t) : t);
   Printer p{values, t.shape(), elide};
   const std::string head = "Tensor(";
   if (t.numel() > 0) p.measure(0, 0);

@@ -135,8 +135,16 @@ InputStream::~InputStream() {
 
 void InputStream::fail(const std::string& expected_got,
                        uint64_t at_offset) const {
-  throw op_error<DataLossError>(op_, "expected ", expected_got, " in ", path_,
-                                " at byte ", at_offset);
+  const DataLossError error = op_error<DataLossError>(
+      op_, "expected ", expected_got, " in ", path_, " at byte ", at_offset);
+  failure_ = error.what();
+  throw error;
+}
+
+void InputStream::throw_if_failed() const {
+  // Reading on would start inside the bad record: what came next would be
+  // garbage, or a clean end that hides the loss.
+  if (!failure_.empty()) throw DataLossError(failure_);
 }
 
 void InputStream::overrun(size_t n) const {
@@ -221,6 +229,7 @@ bool InputStream::fill() {
 }
 
 size_t InputStream::read(void* dst, size_t n) {
+  throw_if_failed();
   auto* out = static_cast<unsigned char*>(dst);
   size_t done = 0;
   while (done < n) {
@@ -255,6 +264,7 @@ bool InputStream::read_exact(void* dst, size_t n, const char* what) {
 }
 
 size_t InputStream::skip(size_t n) {
+  throw_if_failed();
   size_t done = 0;
   while (done < n) {
     if (buf_pos_ == buf_end_ && !fill()) break;
@@ -267,6 +277,7 @@ size_t InputStream::skip(size_t n) {
 }
 
 bool InputStream::read_line(std::string& line) {
+  throw_if_failed();
   line.clear();
   bool any = false;
   for (;;) {

@@ -82,6 +82,8 @@ class InputStream {
   /** DataLossError "[op] expected ..., got ... in <path> at byte <offset>". */
   [[noreturn]] void fail(const std::string& expected_got,
                          uint64_t at_offset) const;
+  /** After fail(), every read throws its DataLossError again. */
+  void throw_if_failed() const;
 
  private:
   [[noreturn]] void overrun(size_t n) const;
@@ -105,6 +107,7 @@ class InputStream {
   std::unique_ptr<ReadAhead> ahead_;
   pid_t ahead_pid_ = 0;            // the process whose thread ahead_ runs
   bool holds_read_ahead_ = false;  // counted in g_read_aheads
+  mutable std::string failure_;    // the message of fail(), once it threw
   // Compressed input only.
   AlignedBuffer packed_;
   z_stream zs_{};

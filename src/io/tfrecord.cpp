@@ -102,6 +102,7 @@ const std::string& TFRecordReader::path() const {
 
 bool TFRecordReader::read(std::string& record) {
   detail::InputStream& in = open_stream(in_, "TFRecordReader");
+  in.throw_if_failed();
   const uint64_t start = in.offset();
   // Usually the whole record is already in the stream's buffer: then it is
   // parsed there and copied out once, its CRC taken during the copy.

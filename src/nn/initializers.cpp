@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "core/op_error.hpp"
 #include "tapeflow/core/error.hpp"
 #include "tapeflow/creation.hpp"
 #include "tapeflow/ops/math.hpp"
@@ -50,9 +51,9 @@ Initializer glorot_uniform(Seed seed) {
 
 Initializer variance_scaling(double scale, std::string mode,
                              std::string distribution, Seed seed) {
-  if (scale <= 0)
-    throw ValueError("[variance_scaling] expected scale > 0, got " +
-                     std::to_string(scale));
+  if (!(std::isfinite(scale) && scale > 0))
+    throw op_error<ValueError>("variance_scaling",
+                               "expected a finite scale > 0, got ", scale);
   if (mode != "fan_in" && mode != "fan_out" && mode != "fan_avg")
     throw ValueError(
         "[variance_scaling] expected mode fan_in, fan_out or fan_avg, got " +
@@ -90,6 +91,13 @@ Initializer he_normal(Seed seed) {
 }
 
 Initializer truncated_normal(double mean, double stddev, Seed seed) {
+  // As random_normal: every weight would come out NaN or infinite.
+  if (!std::isfinite(mean))
+    throw op_error<ValueError>("truncated_normal",
+                               "expected a finite mean, got ", mean);
+  if (!(std::isfinite(stddev) && stddev >= 0))
+    throw op_error<ValueError>("truncated_normal",
+                               "expected a finite stddev >= 0, got ", stddev);
   return [=](const Shape& shape, int64_t, int64_t, DType dtype) {
     return truncated(shape, mean, stddev, dtype, seed);
   };
@@ -121,6 +129,9 @@ Initializer random_uniform_initializer(double minval, double maxval,
 }
 
 Initializer orthogonal(double gain, Seed seed) {
+  if (!std::isfinite(gain))
+    throw op_error<ValueError>("orthogonal", "expected a finite gain, got ",
+                               gain);
   return [=](const Shape& shape, int64_t, int64_t, DType dtype) mutable {
     if (shape.size() < 2)
       throw ValueError("[orthogonal] expected a shape of rank >= 2, got " +

@@ -1,9 +1,12 @@
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
 #include "core/op_error.hpp"
 #include "tapeflow/core/error.hpp"
+#include "tapeflow/core/tensor.hpp"
+#include "tapeflow/core/tensor_impl.hpp"
 
 namespace tapeflow {
 
@@ -17,16 +20,23 @@ inline int64_t normalize_axis(int64_t axis, int64_t rank, const char* op) {
 }
 
 /**
- * Parts of a tensor with elements hold one element at least, so their count
- * is bounded by the data. An empty tensor splits into any count (tf.split of
- * an empty batch across replicas), each part a tensor handle: split and
- * unstack bound it here. ValueError past 2^20 parts of an empty tensor.
+ * Each part of a split or unstack is a tensor handle, so their count is
+ * bounded by the elements x stores: one per part at least. An empty tensor
+ * splits into any count (tf.split of an empty batch across replicas), and a
+ * broadcast view stores one value for any count: both take at most 2^20
+ * parts more than they store. ValueError past that.
  */
-inline void check_empty_parts(int64_t numel, int64_t parts, const char* op) {
-  constexpr int64_t most_empty_parts = int64_t{1} << 20;
-  if (numel == 0 && parts > most_empty_parts)
-    throw op_error<ValueError>(op, "expected at most ", most_empty_parts,
+inline void check_part_count(const Tensor& x, int64_t parts, const char* op) {
+  constexpr int64_t most_unstored_parts = int64_t{1} << 20;
+  const int64_t stored =
+      static_cast<int64_t>(x.impl()->storage->nbytes() / itemsize(x.dtype()));
+  if (parts <= stored || parts <= most_unstored_parts) return;
+  if (x.numel() == 0)
+    throw op_error<ValueError>(op, "expected at most ", most_unstored_parts,
                                " parts of an empty tensor, got ", parts);
+  throw op_error<ValueError>(
+      op, "expected at most ", std::max(stored, most_unstored_parts),
+      " parts of a view that stores ", stored, " elements, got ", parts);
 }
 
 }  // namespace tapeflow

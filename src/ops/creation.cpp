@@ -56,6 +56,14 @@ Tensor scalar(double value, DType dtype, Device device) {
   return t;
 }
 
+namespace {
+/** Creators that compute their values refuse string_ under their own name. */
+void check_numeric(DType dtype, const char* op) {
+  if (is_string(dtype))
+    throw op_error<DTypeError>(op, "expected a numeric dtype, got string");
+}
+}  // namespace
+
 Tensor from_buffer(const void* data, const Shape& shape, DType dtype,
                    Device device) {
   if (is_string(dtype))
@@ -69,6 +77,12 @@ Tensor from_buffer(const void* data, const Shape& shape, DType dtype,
                                " elements of shape ", shape.str(),
                                ", got a null pointer");
   if (t.numel()) std::memcpy(t.raw_data(), data, t.numel() * itemsize(dtype));
+  // bool_ holds 0 or 1 (core/dtype.hpp), as load_npz makes it: a byte of 2
+  // would be true to where() and unequal to true, 2 to cast and sum.
+  if (dtype == bool_) {
+    auto* bytes = static_cast<uint8_t*>(t.raw_data());
+    for (int64_t i = 0; i < t.numel(); ++i) bytes[i] = bytes[i] != 0;
+  }
   return t.to(device);
 }
 
@@ -95,6 +109,7 @@ Tensor range_tensor(T start, T step, int64_t n, DType dtype) {
 
 Tensor detail::arange_integral(int64_t start, int64_t stop, int64_t step,
                                DType dtype) {
+  check_numeric(dtype, "arange");
   if (step == 0) throw ValueError("[arange] expected a non-zero step, got 0");
   // The count in 128 bits: stop - start can exceed int64 (INT64_MIN to MAX).
   const __int128 span = static_cast<__int128>(stop) - start;
@@ -109,6 +124,7 @@ Tensor detail::arange_integral(int64_t start, int64_t stop, int64_t step,
 }
 Tensor detail::arange_floating(double start, double stop, double step,
                                DType dtype) {
+  check_numeric(dtype, "arange");
   if (step == 0) throw ValueError("[arange] expected a non-zero step, got 0");
   // NaN anywhere counts nothing in the line below: NumPy refuses it.
   if (std::isnan(start) || std::isnan(stop) || std::isnan(step))
@@ -123,6 +139,7 @@ Tensor detail::arange_floating(double start, double stop, double step,
 }
 
 Tensor eye(int64_t n, int64_t m, DType dtype) {
+  check_numeric(dtype, "eye");
   if (m == -1) m = n;  // the default: square
   if (n < 0 || m < 0)
     throw op_error<ValueError>(

@@ -32,7 +32,7 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t axis) {
 std::vector<Tensor> unstack(const Tensor& x, int64_t axis) {
   const int64_t a = normalize_axis(axis, x.rank(), "unstack");
   if (x.shape()[a] == 0) return {};
-  check_empty_parts(x.numel(), x.shape()[a], "unstack");
+  check_part_count(x, x.shape()[a], "unstack");
   auto forward = [a](const std::vector<Tensor>& in) {
     const Tensor& whole = in[0];
     std::vector<int64_t> begin(whole.rank(), 0);

@@ -261,7 +261,7 @@ std::vector<Tensor> split(const Tensor& x, int64_t num, int64_t axis) {
     throw ShapeError("[split] expected a part count dividing " +
                      std::to_string(x.shape()[a]) + ", got " +
                      std::to_string(num));
-  check_empty_parts(x.numel(), num, "split");
+  check_part_count(x, num, "split");
   return composite("split", [&] {
     return split(x, std::vector<int64_t>(num, x.shape()[a] / num), a);
   });

@@ -60,8 +60,16 @@ void Optimizer::set_learning_rate(LearningRate learning_rate) {
 
 double Optimizer::learning_rate() const {
   if (const double* v = std::get_if<double>(&learning_rate_)) return *v;
-  return (*std::get<std::shared_ptr<LearningRateSchedule>>(learning_rate_))(
-      iterations_);
+  // A user's schedule can return anything: a NaN or negative rate would
+  // turn every parameter to NaN or climb the loss, silently.
+  const double rate = (*std::get<std::shared_ptr<LearningRateSchedule>>(
+      learning_rate_))(iterations_);
+  if (!(std::isfinite(rate) && rate >= 0))
+    throw op_error<ValueError>(
+        name_,
+        "expected a finite learning_rate >= 0 from its schedule at step ",
+        iterations_, ", got ", rate);
+  return rate;
 }
 
 void Optimizer::set_iterations(int64_t iterations) {
@@ -171,6 +179,9 @@ void Optimizer::apply_gradients(
 std::pair<Tensor, std::vector<Tensor>> Optimizer::compute_gradients(
     const std::function<Tensor()>& loss_fn,
     const std::vector<Variable>& params) {
+  if (!loss_fn)
+    throw ValueError(
+        "[compute_gradients] expected a loss function, got an empty one");
   GradientTape tape;
   for (const Variable& p : params) {
     if (!p.defined())
@@ -190,6 +201,8 @@ std::pair<Tensor, std::vector<Tensor>> Optimizer::compute_gradients(
 
 Tensor Optimizer::minimize(const std::function<Tensor()>& loss_fn,
                            const std::vector<Variable>& params) {
+  if (!loss_fn)
+    throw ValueError("[minimize] expected a loss function, got an empty one");
   auto [loss, grads] = compute_gradients(loss_fn, params);
   apply_gradients(grads, params);
   return loss;

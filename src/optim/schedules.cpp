@@ -19,6 +19,14 @@ void check_steps(const char* who, const char* what, int64_t steps,
                                steps);
 }
 
+/** Rates and factors come from the user: NaN, infinite or negative ones
+ * would reach the optimizer only at the step that uses them. */
+void check_rate(const char* who, const char* what, double v) {
+  if (!(std::isfinite(v) && v >= 0))
+    throw op_error<ValueError>(who, "expected a finite ", what, " >= 0, got ",
+                               v);
+}
+
 }  // namespace
 
 ExponentialDecay::ExponentialDecay(double initial_learning_rate,
@@ -29,6 +37,9 @@ ExponentialDecay::ExponentialDecay(double initial_learning_rate,
       decay_rate_(decay_rate),
       staircase_(staircase) {
   check_steps("ExponentialDecay", "decay_steps", decay_steps, 1);
+  check_rate("ExponentialDecay", "initial_learning_rate",
+             initial_learning_rate);
+  check_rate("ExponentialDecay", "decay_rate", decay_rate);
 }
 
 double ExponentialDecay::operator()(int64_t step) const {
@@ -52,6 +63,7 @@ PiecewiseConstantDecay::PiecewiseConstantDecay(std::vector<int64_t> boundaries,
           "[PiecewiseConstantDecay] expected increasing boundaries, got " +
           std::to_string(boundaries_[i - 1]) + " then " +
           std::to_string(boundaries_[i]));
+  for (double v : values_) check_rate("PiecewiseConstantDecay", "value", v);
 }
 
 double PiecewiseConstantDecay::operator()(int64_t step) const {
@@ -71,6 +83,9 @@ CosineDecay::CosineDecay(double initial_learning_rate, int64_t decay_steps,
       warmup_steps_(warmup_steps) {
   check_steps("CosineDecay", "decay_steps", decay_steps, 1);
   check_steps("CosineDecay", "warmup_steps", warmup_steps, 0);
+  check_rate("CosineDecay", "initial_learning_rate", initial_learning_rate);
+  check_rate("CosineDecay", "alpha", alpha);
+  if (warmup_target) check_rate("CosineDecay", "warmup_target", *warmup_target);
 }
 
 double CosineDecay::decay(double step, double from) const {

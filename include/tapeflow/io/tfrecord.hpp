@@ -39,7 +39,8 @@ class TFRecordReader {
    * Reads the next record into `record` (its capacity is reused). Returns
    * false at a clean end of the file. A CRC mismatch or a truncated header,
    * data or footer is a DataLossError "[TFRecordReader] expected ..., got
-   * ... in <path> at byte <offset>"; after one, the reader is unusable.
+   * ... in <path> at byte <offset>"; after one, every read() throws it
+   * again.
    */
   bool read(std::string& record);
 
