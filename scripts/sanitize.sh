@@ -29,12 +29,12 @@ UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
   meson test -C build-asan --no-rebuild --print-errorlogs \
   --timeout-multiplier 4 || true
 
-threaded=(tests/test_data tests/test_data_threads tests/test_data_files
+threaded=(tests/test_data tests/test_data_threads tests/test_data_queues tests/test_data_files
           tests/test_tape_threads tests/dist/test_dist_parameter_server)
 ninja -C build-tsan "${threaded[@]}"
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 OMP_NUM_THREADS=1 \
   meson test -C build-tsan --no-rebuild --print-errorlogs \
-  --timeout-multiplier 4 data data_threads data_files tape_threads \
+  --timeout-multiplier 4 data data_threads data_queues data_files tape_threads \
   dist_parameter_server_plain || true
 
 python3 tools/ci_summary.py build-asan/meson-logs/testlog.json \
