@@ -7,6 +7,7 @@
 #include "tapeflow/data/dataset_core.hpp"
 #include "tapeflow/data/interleave.hpp"
 #include "tapeflow/data/prefetch_to_device.hpp"
+#include "tapeflow/data/stage_transforms.hpp"
 #include "tapeflow/data/transforms.hpp"
 
 namespace tapeflow::data {
