@@ -143,3 +143,48 @@ TEST_CASE("unary math follows std on special values, at every position") {
     }
   }
 }
+
+TEST_CASE("div and pow meet an integer operand in the other's float64") {
+  // 2^24 + 1 and 3037000500 have no float32; an odd exponent rounded to
+  // float32 becomes even and flips the sign of a negative base's power.
+  const auto big =
+      tpf::from_vector(std::vector<int64_t>{3037000500, 16777217}, {2});
+  CHECK(tpf::div(big, tpf::scalar(1.0, tpf::float64)).to_vector<double>() ==
+        std::vector<double>{3037000500.0, 16777217.0});
+  CHECK(tpf::div(big, tpf::scalar(1.0, tpf::float64)).dtype() == tpf::float64);
+  const auto odd = tpf::from_vector(std::vector<int32_t>{16777217}, {1});
+  CHECK(tpf::div(tpf::scalar(1.0, tpf::float64), odd).item<double>() ==
+        1.0 / 16777217.0);
+  CHECK(tpf::pow(tpf::scalar(-2.0, tpf::float64), odd).item<double>() ==
+        -std::numeric_limits<double>::infinity());
+  // Two integers still divide in float32, as in TensorFlow's truediv.
+  CHECK(tpf::div(odd, odd).dtype() == tpf::float32);
+}
+
+TEST_CASE("max pooling a window of -inf is -inf on every kernel") {
+  // oneDNN starts its max from the lowest finite float; the direct loops and
+  // the 2x2 kernel from -inf. Windows 1, 2 and 3, float32 and float64.
+  const float minus_inf = -std::numeric_limits<float>::infinity();
+  for (int64_t k : {1, 2, 3})
+    for (tpf::DType dt : {tpf::float32, tpf::float64}) {
+      CAPTURE(k);
+      CAPTURE(dt);
+      const auto x = tpf::cast(tpf::fill({1, 6, 6, 6}, minus_inf), dt);
+      for (const char* layout : {"NCHW", "NHWC"}) {
+        const auto y = tpf::nn::max_pool2d(
+            x, {.ksize = {k, k}, .strides = {k, k}, .data_format = layout});
+        for (double v : y.to_vector<double>()) CHECK(v == minus_inf);
+      }
+    }
+}
+
+TEST_CASE("softsign of integer extremes keeps the sign") {
+  const auto x = tpf::from_vector(
+      std::vector<int32_t>{std::numeric_limits<int32_t>::max(),
+                           std::numeric_limits<int32_t>::min(), 5},
+      {3});
+  const auto y = tpf::nn::softsign(x).to_vector<double>();
+  CHECK(y[0] == doctest::Approx(1.0));
+  CHECK(y[1] == doctest::Approx(-1.0));
+  CHECK(y[2] == doctest::Approx(5.0 / 6.0));
+}

@@ -388,6 +388,14 @@ TEST_CASE("summary: errors") {
       [&] { summary::FileWriter w(dir.str(), options(0, 10)); },
       "[summary.FileWriter] expected flush_secs > 0 and max_queue >= 1, got 0 "
       "and 10");
+  // One file name's tail: a NUL cut the name short, a '/' moved the file.
+  for (std::string suffix : {std::string("a\0b", 3), std::string("/../x")}) {
+    summary::FileWriterOptions o;
+    o.filename_suffix = suffix;
+    expect_error<tpf::ValueError>(
+        [&] { summary::FileWriter w(dir.str(), o); },
+        "[summary.FileWriter] expected a filename_suffix without '/' or NUL");
+  }
   summary::FileWriter writer(dir.str());
   // Sides past PNG's limit are refused before a pixel is copied (2^20 x 2^20
   // pixels threw std::bad_alloc).

@@ -3,6 +3,7 @@
 // thread. Built twice: as a plain test and under ThreadSanitizer (tape_tsan).
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <future>
 #include <memory>
 #include <thread>
@@ -92,6 +93,32 @@ TEST_CASE("threads recording on their own tapes at once, sharing a variable") {
     });
   for (auto& th : threads) th.join();
   CHECK(wrong == std::vector<int>(4, 0));
+}
+
+TEST_CASE("threads training shared variables with one optimizer (Hogwild)") {
+  // Each update moves w and b to fresh buffers while other threads' tapes
+  // hold the old ones: a tape saving them meanwhile must read the handle
+  // whole (it took half of a move: "modified by an in-place operation").
+  tpf::Variable w(tpf::fill({16, 16}, 0.5f)), b(tpf::zeros({16}));
+  tpf::optim::SGD sgd(1e-3);
+  std::vector<std::thread> threads;
+  std::vector<int> failures(8, 0);
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 60; ++i) {
+        try {
+          tpf::GradientTape tape;
+          const auto y = tpf::matmul(tpf::ones({4, 16}), w) + b;
+          const auto grads = tape.gradient(tpf::mean(y * y), {w, b});
+          sgd.apply_gradients(grads, {w, b});
+        } catch (const tpf::Error&) {
+          ++failures[t];
+        }
+      }
+    });
+  for (auto& th : threads) th.join();
+  CHECK(failures == std::vector<int>(8, 0));
+  for (double v : values(w)) CHECK(std::isfinite(v));
 }
 
 TEST_CASE("a tape made on one thread and destroyed by a consumer thread") {

@@ -36,7 +36,7 @@ std::span<const Tensor> as_recorded(const char* op, const char* what,
   for (size_t i = 0; i < saved.size(); ++i) {
     if (!saved[i].defined()) continue;
     const SaveStamp& stamp = stamps[i];
-    const Storage* now = saved[i].impl()->storage.get();
+    const Storage* now = saved[i].impl()->shared_storage().get();
     const Storage* seen = stamp.pinned ? stamp.pinned.get() : now;
     if (seen->version() != stamp.version)
       throw op_error<ValueError>(
@@ -50,7 +50,8 @@ std::span<const Tensor> as_recorded(const char* op, const char* what,
   if (!moved) return saved;
   scratch.assign(saved.begin(), saved.end());
   for (size_t i = 0; i < saved.size(); ++i)
-    if (stamps[i].pinned && stamps[i].pinned != saved[i].impl()->storage)
+    if (stamps[i].pinned &&
+        stamps[i].pinned != saved[i].impl()->shared_storage())
       scratch[i] = alias_on(saved[i], stamps[i].pinned);
   return scratch;
 }

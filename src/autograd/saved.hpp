@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/small_vector.hpp"
+#include "core/variable_lock.hpp"
 #include "tapeflow/core/tensor.hpp"
 
 namespace tapeflow::autograd {
@@ -24,7 +25,11 @@ struct SaveStamp {
 inline SaveStamp stamp_of(const Tensor& t) {
   if (!t.defined()) return {};
   const TensorImpl& impl = *t.impl();
-  return {impl.variable ? impl.storage : nullptr, impl.storage->version()};
+  if (!impl.variable) return {nullptr, impl.storage->version()};
+  const std::lock_guard lock(variable_lock(impl));
+  std::shared_ptr<Storage> buffer = impl.shared_storage();
+  const uint64_t version = buffer->version();
+  return {std::move(buffer), version};
 }
 
 /** Tensors a node saves for its gradient, each with its stamp. */

@@ -66,7 +66,7 @@ Tensor empty_tensor(const Shape& shape, DType dtype, Device device,
 Tensor make_view(const Tensor& base, const Shape& shape, const Shape& strides,
                  int64_t offset) {
   std::shared_ptr<TensorImpl> impl = new_tensor_impl();
-  impl->storage = base.impl()->storage;
+  impl->storage = base.impl()->shared_storage();
   impl->shape = shape;
   impl->strides = strides;
   // Unsigned: a broadcast view of 2^63-1 rows overflows the product, which

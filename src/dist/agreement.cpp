@@ -73,4 +73,43 @@ void check_agreement(CommState& c, const char* op, const Shape& shape,
   }
 }
 
+uint64_t layout_hash(std::span<const Tensor> tensors) {
+  // FNV-1a over the words: dtype, rank, extents, per tensor.
+  uint64_t h = 0xcbf29ce484222325ull;
+  const auto mix = [&h](int64_t word) {
+    h = (h ^ static_cast<uint64_t>(word)) * 0x100000001b3ull;
+  };
+  for (const Tensor& t : tensors) {
+    mix(static_cast<int64_t>(t.dtype()));
+    mix(t.rank());
+    for (int64_t d : t.shape()) mix(d);
+  }
+  return h;
+}
+
+void check_same_everywhere(MPI_Comm comm, const char* op, const char* what,
+                           int64_t count, uint64_t hash) {
+  int size = 1;
+  if (comm == MPI_COMM_NULL) return;
+  check_mpi(MPI_Comm_size(comm, &size), op);
+  if (size == 1) return;
+  const int64_t mine[2] = {count, static_cast<int64_t>(hash)};
+  std::vector<int64_t> all(2 * static_cast<size_t>(size));
+  InFlight flight(op, 0);
+  check_mpi(
+      MPI_Allgather(mine, 2, MPI_INT64_T, all.data(), 2, MPI_INT64_T, comm),
+      op);
+  for (int r = 1; r < size; ++r) {
+    const int64_t* theirs = all.data() + 2 * static_cast<size_t>(r);
+    if (theirs[0] != all[0])
+      throw op_error<DistError>(op, "expected the same ", what,
+                                " on every rank: rank 0 has ", all[0],
+                                ", rank ", r, " has ", theirs[0]);
+    if (theirs[1] != all[1])
+      throw op_error<DistError>(op, "expected the same ", what,
+                                " on every rank: rank ", r, " has ", theirs[0],
+                                " that differ from rank 0's");
+  }
+}
+
 }  // namespace tapeflow::dist::detail

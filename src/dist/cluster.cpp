@@ -33,18 +33,25 @@ TaskSpec task_from(int argc, char** argv) {
     const std::string arg = argv[i];
     for (const std::string flag : {"--job_name", "--task_index"}) {
       std::string value;
-      if (arg == flag && i + 1 < argc)
+      if (arg == flag && i + 1 < argc) {
         value = argv[++i];
-      else if (arg.rfind(flag + "=", 0) == 0)
+        if (value.rfind("--", 0) == 0)
+          throw op_error<ValueError>("task_from", "expected a value after ",
+                                     flag, ", got the flag \"", value, "\"");
+      } else if (arg.rfind(flag + "=", 0) == 0) {
         value = arg.substr(flag.size() + 1);
-      else
+      } else {
         continue;
+      }
       if (flag == "--job_name") {
         task.job_name = value;
       } else {
         char* end = nullptr;
         const long index = std::strtol(value.c_str(), &end, 10);
-        if (value.empty() || *end != '\0' || index < 0 || index > 1 << 20)
+        // Digits only: strtol also took " 3" and "+3".
+        if (value.empty() ||
+            value.find_first_not_of("0123456789") != std::string::npos ||
+            *end != '\0' || index > 1 << 20)
           throw op_error<ValueError>("task_from",
                                      "expected --task_index to be a number "
                                      ">= 0, got \"",
@@ -75,7 +82,20 @@ ClusterSpec ClusterSpec::from_json(const std::string& path) {
                             path, "\"");
   std::map<std::string, std::vector<std::string>> jobs;
   try {
-    const auto json = nlohmann::json::parse(file);
+    // nlohmann keeps the last of two equal keys: refused, as a job listed
+    // twice is a mistake whichever list was meant.
+    const auto refuse_repeated_jobs = [&jobs](
+                                          int depth,
+                                          nlohmann::json::parse_event_t event,
+                                          nlohmann::json& parsed) {
+      if (event == nlohmann::json::parse_event_t::key && depth == 1 &&
+          !jobs.emplace(parsed.get<std::string>(), std::vector<std::string>())
+               .second)
+        throw std::invalid_argument("the job \"" + parsed.get<std::string>() +
+                                    "\" twice");
+      return true;
+    };
+    const auto json = nlohmann::json::parse(file, refuse_repeated_jobs);
     if (!json.is_object()) throw std::invalid_argument("not an object");
     for (const auto& [name, tasks] : json.items())
       jobs[name] = tasks.get<std::vector<std::string>>();

@@ -6,9 +6,11 @@
 
 #include "core/creation_internal.hpp"
 #include "core/op_error.hpp"
+#include "dist/agreement.hpp"
 #include "dist/buckets.hpp"
 #include "dist/host_view.hpp"
 #include "dist/watchdog.hpp"
+#include "dist/work.hpp"
 #include "tapeflow/creation.hpp"
 
 namespace tapeflow::dist {
@@ -47,6 +49,7 @@ DistributedDataParallel::DistributedDataParallel(
     : s_(std::make_unique<State>(std::move(parameters), options,
                                  std::move(comm))) {
   constexpr const char* kOp = "DistributedDataParallel";
+  detail::expect_steps();
   for (size_t i = 0; i < s_->params.size(); ++i) {
     const Variable& p = s_->params[i];
     if (!p.defined() || !is_floating(p.dtype()))
@@ -66,6 +69,13 @@ DistributedDataParallel::DistributedDataParallel(
     throw op_error<ValueError>(kOp, "expected bucket sizes > 0 MB, got ",
                                options.first_bucket_mb, " and ",
                                options.bucket_cap_mb);
+  detail::CommState& c = *s_->comm.state();
+  detail::settle(c);
+  detail::check_same_everywhere(c.comm, kOp,
+                                "parameters (their count, dtypes and shapes)",
+                                static_cast<int64_t>(s_->params.size()),
+                                detail::layout_hash(std::vector<Tensor>(
+                                    s_->params.begin(), s_->params.end())));
   s_->overlap = overlap_pays(options, s_->comm, s_->params);
   std::vector<Work> pending;
   for (const Variable& p : s_->params)

@@ -10,6 +10,7 @@
 
 #include "core/creation_internal.hpp"
 #include "core/op_error.hpp"
+#include "dist/agreement.hpp"
 #include "dist/comm_state.hpp"
 #include "dist/ps_state.hpp"
 #include "dist/watchdog.hpp"
@@ -161,6 +162,48 @@ std::vector<int> place(const NamedVariables& vars,
   return owner;
 }
 
+/**
+ * What a task was given to create: names, dtypes, shapes and where each
+ * piece lives. A worker with another list sent bytes the ps read as other
+ * variables' gradients.
+ */
+uint64_t layout_of(const NamedVariables& vars,
+                   const std::vector<detail::Piece>& pieces,
+                   const std::vector<int>& owner) {
+  std::vector<Tensor> tensors;
+  for (const auto& [name, v] : vars) tensors.push_back(v);
+  uint64_t h = detail::layout_hash(tensors);
+  const auto mix = [&h](uint64_t word) { h = (h ^ word) * 0x100000001b3ull; };
+  for (const auto& [name, v] : vars) mix(std::hash<std::string>{}(name));
+  for (size_t p = 0; p < pieces.size(); ++p) {
+    mix(pieces[p].var);
+    mix(static_cast<uint64_t>(pieces[p].begin));
+    mix(static_cast<uint64_t>(pieces[p].rows));
+    mix(static_cast<uint64_t>(owner[p]));
+  }
+  return h;
+}
+
+std::unique_ptr<optim::Optimizer> checked_optimizer(
+    const OptimizerFactory& make_optimizer, const char* op) {
+  if (!make_optimizer)
+    throw op_error<ValueError>(op,
+                               "expected an optimizer factory, got an empty "
+                               "std::function");
+  std::unique_ptr<optim::Optimizer> optimizer = make_optimizer();
+  if (!optimizer)
+    throw op_error<ValueError>(op,
+                               "expected the optimizer factory to return an "
+                               "optimizer, got a null pointer");
+  return optimizer;
+}
+
+void check_not_done(const detail::PsState& s, const char* op) {
+  if (s.done)
+    throw op_error<ValueError>(op, "expected no ", op,
+                               " after done(), got one");
+}
+
 void check_worker(const detail::PsState& s, const char* op) {
   if (s.created.empty() && s.owner.empty())
     throw op_error<ValueError>(op, "expected create() before ", op);
@@ -174,6 +217,7 @@ void check_worker(const detail::PsState& s, const char* op) {
 
 ParameterClient::ParameterClient(Server& server, PsOptions options)
     : s_(std::make_shared<detail::PsState>()) {
+  detail::expect_steps();
   s_->server = server.state();
   s_->options = options;
   const ClusterSpec& c = server.cluster();
@@ -211,14 +255,37 @@ void ParameterClient::create(const NamedVariables& variables,
   detail::PsState& s = *s_;
   if (!s.owner.empty() || !s.created.empty())
     throw op_error<ValueError>(kOp, "expected one create() per client");
-  for (const auto& [name, v] : variables) s.created.push_back(v);
+  // Every task makes one (a worker drops it), so that a factory that fails
+  // fails everywhere instead of leaving the workers waiting on the ps.
+  std::unique_ptr<optim::Optimizer> optimizer =
+      checked_optimizer(make_optimizer, kOp);
+  std::vector<Variable> created;
+  for (const auto& [name, v] : variables) created.push_back(v);
   if (s.server->local) {
-    s.optimizer = make_optimizer();
+    s.optimizer = std::move(optimizer);
+    s.created = std::move(created);
     return;
   }
-  s.pieces = cut(variables, s.num_ps, placement);
-  s.owner = place(variables, s.pieces, s.num_ps, placement);
-  detail::check_mpi(MPI_Comm_dup(world().state()->comm, &s.comm), kOp);
+  // Nothing is kept until every task has agreed: a create() that throws
+  // leaves the client as it was.
+  std::vector<detail::Piece> pieces = cut(variables, s.num_ps, placement);
+  std::vector<int> owner = place(variables, pieces, s.num_ps, placement);
+  MPI_Comm comm = MPI_COMM_NULL;
+  detail::check_mpi(MPI_Comm_dup(world().state()->comm, &comm), kOp);
+  try {
+    detail::check_same_everywhere(
+        comm, kOp,
+        "variables (their count, names, dtypes, shapes and placement)",
+        static_cast<int64_t>(variables.size()),
+        layout_of(variables, pieces, owner));
+  } catch (const Error&) {
+    MPI_Comm_free(&comm);
+    throw;
+  }
+  s.comm = comm;
+  s.created = std::move(created);
+  s.pieces = std::move(pieces);
+  s.owner = std::move(owner);
   const TaskSpec& task = s.server->task;
   const int chief = s.worker_rank(0);
   // Every task reads the same directory: all resume, or none does.
@@ -228,7 +295,7 @@ void ParameterClient::create(const NamedVariables& variables,
     for (size_t p : s.owned_by(task.task_index))
       s.shard.push_back(Variable(
           s.piece_of(variables[s.pieces[p].var].second, p).cpu().contiguous()));
-    s.optimizer = make_optimizer();
+    s.optimizer = std::move(optimizer);
     s.optimizer->build(s.shard);
     if (!s.shard.empty() && resume >= 0) {
       detail::load_shard(s, resume);
@@ -267,10 +334,21 @@ void ParameterClient::pull(const std::vector<Variable>& params,
   constexpr const char* kOp = "pull";
   detail::PsState& s = *s_;
   check_worker(s, kOp);
+  check_not_done(s, kOp);
   if (params.size() != s.created.size())
     throw op_error<ValueError>(kOp, "expected ", s.created.size(),
                                " variables (those created), got ",
                                params.size());
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (!(params[i].shape() == s.created[i].shape()))
+      throw op_error<ShapeError>(kOp, "expected variable ", i, " of shape ",
+                                 s.created[i].shape().str(), ", got ",
+                                 params[i].shape().str());
+    if (params[i].dtype() != s.created[i].dtype())
+      throw op_error<DTypeError>(kOp, "expected variable ", i, " of dtype ",
+                                 dtype_name(s.created[i].dtype()), ", got ",
+                                 dtype_name(params[i].dtype()));
+  }
   if (s.server->local) return;  // the variables are the values
   int64_t lowest = INT64_MAX;
   for (int k = 0; k < s.num_ps; ++k) {
@@ -307,6 +385,7 @@ void ParameterClient::push(const std::vector<Tensor>& grads) {
   constexpr const char* kOp = "push";
   detail::PsState& s = *s_;
   check_worker(s, kOp);
+  check_not_done(s, kOp);
   if (grads.size() != s.created.size())
     throw op_error<ValueError>(kOp, "expected ", s.created.size(),
                                " gradients (one per variable), got ",
@@ -357,6 +436,7 @@ std::string ParameterClient::save() {
   constexpr const char* kOp = "save";
   detail::PsState& s = *s_;
   check_worker(s, kOp);
+  check_not_done(s, kOp);
   if (s.options.checkpoint_dir.empty())
     throw op_error<ValueError>(kOp, "expected PsOptions.checkpoint_dir");
   if (s.server->local || s.server->task.task_index != 0) return "";

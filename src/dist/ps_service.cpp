@@ -109,6 +109,9 @@ std::vector<Tensor> read_grads(const PsState& s, const std::vector<char>& msg,
     if (bytes > 0) std::memcpy(grads[i].raw_data(), msg.data() + at, bytes);
     at += bytes;
   }
+  if (at != msg.size())
+    throw op_error<DistError>("push", "expected ", at, " bytes from worker ", w,
+                              ", got ", msg.size());
   return grads;
 }
 

@@ -3,6 +3,7 @@
 #include <mpi.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -13,6 +14,9 @@
 #include <mutex>
 #include <string>
 #include <thread>
+
+#include "core/op_error.hpp"
+#include "tapeflow/core/error.hpp"
 
 namespace tapeflow::dist::detail {
 namespace {
@@ -27,12 +31,20 @@ struct Entry {
   bool warned = false;
 };
 
+/**
+ * A number of seconds > 0 (inf: never) from the environment, or `fallback`
+ * when unset. Anything else is a ValueError: a timeout of "abc" or "5abc"
+ * silently became 60 s or 5 s.
+ */
 double seconds_from_env(const char* name, double fallback) {
   const char* v = std::getenv(name);
   if (v == nullptr) return fallback;
   char* end = nullptr;
   const double s = std::strtod(v, &end);
-  return end != v && s > 0 ? s : fallback;
+  if (end == v || *end != '\0' || !(s > 0))
+    throw op_error<ValueError>("init", "expected ", name,
+                               " to be a number of seconds > 0, got '", v, "'");
+  return s;
 }
 
 struct Watchdog {
@@ -42,10 +54,11 @@ struct Watchdog {
   uint64_t next_id = 1;
   bool running = false, stop = false;
   int rank = 0;
-  double steady_timeout = seconds_from_env("TAPEFLOW_DIST_TIMEOUT", 60);
-  double first_timeout = std::max(
-      steady_timeout, seconds_from_env("TAPEFLOW_DIST_INIT_TIMEOUT", 300));
+  double steady_timeout = 60, first_timeout = 300;  // read by start_watchdog
   std::atomic<bool> first_step_done{false};
+  // Whether a DDP or parameter client says when its first step is done;
+  // without one, the first operation that completes ends the first step.
+  std::atomic<bool> steps_expected{false};
   std::thread thread;
   // Read by the SIGTERM handler: string literals and plain integers only.
   std::atomic<const char*> last_op{"init"};
@@ -85,8 +98,9 @@ void check_ages(Watchdog& w, std::unique_lock<std::mutex>&) {
 void watch() {
   Watchdog& w = dog();
   std::unique_lock lock(w.mu);
-  const auto tick =
-      std::chrono::duration<double>(std::min(0.1, w.steady_timeout / 30));
+  // At least 1 ms: a timeout of 1e-9 s spun the thread on every core.
+  const auto tick = std::chrono::duration<double>(
+      std::clamp(w.steady_timeout / 30, 1e-3, 0.1));
   while (!w.stop) {
     w.wake.wait_for(lock, tick);
     check_ages(w, lock);
@@ -114,6 +128,9 @@ void start_watchdog(int rank) {
   Watchdog& w = dog();
   std::lock_guard lock(w.mu);
   if (w.running) return;
+  w.steady_timeout = seconds_from_env("TAPEFLOW_DIST_TIMEOUT", 60);
+  w.first_timeout = std::max(
+      w.steady_timeout, seconds_from_env("TAPEFLOW_DIST_INIT_TIMEOUT", 300));
   w.rank = rank;
   w.running = true;
   w.thread = std::thread(watch);
@@ -136,6 +153,12 @@ void stop_watchdog() {
 
 void step_completed() {
   dog().first_step_done = true;
+}
+
+void expect_steps() {
+  Watchdog& w = dog();
+  w.steps_expected = true;
+  w.first_step_done = false;
 }
 
 double current_timeout() {
@@ -166,6 +189,7 @@ void InFlight::end() {
   std::lock_guard lock(w.mu);
   w.in_flight.erase(id_);
   id_ = 0;
+  if (!w.steps_expected) w.first_step_done = true;
 }
 
 }  // namespace tapeflow::dist::detail

@@ -14,13 +14,20 @@ inline constexpr int kWatchdogExit = 75;
 /**
  * Starts the thread (once per process) and a SIGTERM handler that names the
  * last op when mpirun ends the job because another rank died.
- * TAPEFLOW_DIST_TIMEOUT (seconds, default 60) applies once a step completed;
- * before, TAPEFLOW_DIST_INIT_TIMEOUT (default 300) does.
+ * TAPEFLOW_DIST_TIMEOUT (seconds, default 60) applies once a first step
+ * completed; before, TAPEFLOW_DIST_INIT_TIMEOUT (default 300) does. A value
+ * that is not a number of seconds > 0 is a ValueError.
  */
 void start_watchdog(int rank);
 void stop_watchdog();
 /** Switches from the first-step timeout to the steady one. */
 void step_completed();
+/**
+ * A DDP or parameter client was made: the first-step timeout applies again
+ * until it calls step_completed(). Without one, the first operation that
+ * completes is the first step (a program of plain collectives).
+ */
+void expect_steps();
 /** The timeout that applies now, in seconds. */
 double current_timeout();
 /** Prints "[dist] rank R: <why>; ending the job" and ends it with status 75. */

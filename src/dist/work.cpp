@@ -31,7 +31,12 @@ bool advance(WorkState& w, bool block) {
     auto phase = std::move(w.phases.front());
     w.phases.pop_front();
     try {
+      w.may_block = block;
       phase(w);
+      if (w.not_ready) {
+        w.not_ready = false;
+        return false;
+      }
     } catch (...) {
       w.done = true;
       w.flight.end();

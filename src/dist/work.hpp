@@ -40,6 +40,13 @@ struct WorkState {
   std::deque<std::function<void(WorkState&)>> phases;
   Tensor result;
   bool done = false;
+  /** Set for the phase running: whether it may block (wait(), not test()). */
+  bool may_block = false;
+  /**
+   * Set by a phase that could not go on without blocking and put itself
+   * back at the front: advance() returns "not yet".
+   */
+  bool not_ready = false;
 };
 
 /** Runs phases whose requests are complete; with `block`, until the end. */

@@ -219,11 +219,11 @@ DLManagedTensor* to_dlpack(const Tensor& t) {
     checked_backend(device, "to_dlpack")->synchronize(device.index);
   const TensorImpl& impl = *t.impl();
   auto e = std::make_unique<Export>();
-  e->storage = impl.storage;
+  e->storage = impl.shared_storage();
   e->shape = impl.shape;
   e->strides = impl.strides;
   DLTensor& dl = e->managed.dl_tensor;
-  dl.data = impl.storage->data();
+  dl.data = e->storage->data();
   dl.device = {device.is_cpu() ? kDLCPU : kDLCUDA,
                device.is_cpu() ? 0 : device.index};
   dl.ndim = static_cast<int>(e->shape.size());

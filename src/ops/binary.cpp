@@ -116,8 +116,24 @@ Grads Mul::vjp(const VjpArgs& a) const {
           a.needs(1) ? a.grad * a.x(0) : Tensor()};
 }
 
+namespace {
+/**
+ * x and y in the floating dtype div and pow compute in: an integer operand
+ * meets a float64 one in float64 (through float32 on its own it lost the
+ * digits past 2^24, and an odd exponent became even).
+ */
+std::pair<Tensor, Tensor> common_floating(const Tensor& x, const Tensor& y) {
+  if (!x.defined() || !y.defined() || is_string(x.dtype()) ||
+      is_string(y.dtype()))
+    return {x, y};  // the op names itself in the error
+  const DType t = floating_of(promote(x.dtype(), y.dtype()));
+  return {x.dtype() == t ? x : cast(x, t), y.dtype() == t ? y : cast(y, t)};
+}
+}  // namespace
+
 Tensor div(const Tensor& x, const Tensor& y) {
-  return binary<Div>(to_floating(x), to_floating(y));
+  auto [fx, fy] = common_floating(x, y);
+  return binary<Div>(fx, fy);
 }
 Grads Div::vjp(const VjpArgs& a) const {
   const Tensor gx = a.grad / a.x(1);
@@ -125,7 +141,8 @@ Grads Div::vjp(const VjpArgs& a) const {
 }
 
 Tensor pow(const Tensor& x, const Tensor& y) {
-  return binary<Pow>(to_floating(x), to_floating(y));
+  auto [fx, fy] = common_floating(x, y);
+  return binary<Pow>(fx, fy);
 }
 Tensor pow(const Tensor& x, double exponent) {
   const Tensor fx = to_floating(x);

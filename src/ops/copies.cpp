@@ -3,6 +3,7 @@
 // backend transfers.
 #include "core/cpu_allocator.hpp"
 #include "core/op_error.hpp"
+#include "core/variable_lock.hpp"
 #include "ops/apply.hpp"
 #include "ops/elementwise_ops.hpp"
 #include "tapeflow/autograd.hpp"
@@ -54,22 +55,30 @@ void cast_into(const Tensor& dst, const Tensor& src, const char* op) {
 void begin_in_place_write(const Tensor& dst, bool keeps_values,
                           const char* op) {
   TensorImpl& impl = *dst.impl();
-  if (impl.variable && impl.storage.use_count() > 1) {
-    // Others hold this buffer: a tape node that saved the Variable, a view
-    // of it, a converted copy's source. They keep the values they saw and
-    // the Variable moves to a fresh buffer (copy on write).
+  if (!impl.variable) {
+    impl.storage->bump_version();
+    return;
+  }
+  const std::lock_guard lock(variable_lock(impl));
+  std::shared_ptr<Storage> buffer = impl.shared_storage();
+  // Others hold this buffer besides the Variable and `buffer`: a tape node
+  // that saved the Variable, a view of it, a converted copy's source. They
+  // keep the values they saw and the Variable moves to a fresh buffer (copy
+  // on write).
+  if (buffer.use_count() > 2) {
     const Tensor fresh =
         empty_tensor(dst.shape(), dst.dtype(), dst.device(), op);
     if (keeps_values) cast_into(fresh, dst, op);
-    impl.storage = fresh.impl()->storage;
+    buffer = fresh.impl()->storage;
+    impl.replace_storage(buffer);
   }
-  impl.storage->bump_version();
+  buffer->bump_version();
 }
 
 void move_variable(const Tensor& v, Device device) {
   if (v.device() == device) return;
   // A Variable owns its whole, contiguous buffer: its copy is the same view.
-  v.impl()->storage = v.to(device).impl()->storage;
+  v.impl()->replace_storage(v.to(device).impl()->storage);
 }
 
 void write_into(const Tensor& dst, const Tensor& src, const char* op) {

@@ -39,6 +39,12 @@ std::string hostname() {
 
 /** TF's name, plus pid and a counter: two writers never share a file. */
 std::string event_file_name(const std::string& suffix) {
+  // Part of one file name: a '/' put the file elsewhere, a NUL cut the name.
+  if (suffix.find_first_of(std::string_view("/\0", 2)) != std::string::npos)
+    throw op_error<ValueError>(kOp,
+                               "expected a filename_suffix without '/' or "
+                               "NUL, got \"",
+                               suffix, "\"");
   static std::atomic<int> counter{0};
   char seconds[32];
   std::snprintf(seconds, sizeof seconds, "%010lld",

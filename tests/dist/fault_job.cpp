@@ -3,6 +3,7 @@
 // fail on purpose in its first run (TPF_RUN_GENERATION unset or 0):
 //   TPF_TEST_KILL=r:s  rank r SIGKILLs itself before step s
 //   TPF_TEST_STOP=r:s  rank r SIGSTOPs itself before step s (a hung rank)
+//   TPF_TEST_PLAIN=1   gradients averaged by plain all_reduce calls, no DDP
 // Rank 0 prints "final <hash>" of the parameters at the end.
 //   mpirun -np 3 fault_job <checkpoint dir> <steps>
 #include <unistd.h>
@@ -11,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include "tapeflow/dist.hpp"
@@ -62,7 +64,9 @@ int main(int argc, char** argv) {
     start = ckpt.step();
     opt.set_iterations(start);
   }
-  dist::DistributedDataParallel ddp(params);
+  const bool plain = std::getenv("TPF_TEST_PLAIN") != nullptr;
+  std::optional<dist::DistributedDataParallel> ddp;
+  if (!plain) ddp.emplace(params);
 
   for (int64_t step = start; step < steps; ++step) {
     for (const auto& [var, sig] : {std::pair{"TPF_TEST_KILL", SIGKILL},
@@ -78,11 +82,18 @@ int main(int argc, char** argv) {
         tpf::nn::relu(tpf::matmul(xs, params[0]) + params[1]), 0.2);
     const auto loss =
         tpf::nn::mean_squared_error(ys, tpf::matmul(h, params[2]));
-    opt.apply_gradients(ddp.gradient(tape, loss), params);
+    std::vector<tpf::Tensor> grads;
+    if (plain) {
+      grads = tape.gradient(loss, {params.begin(), params.end()});
+      for (const auto& g : grads) world.all_reduce(g, dist::ReduceOp::mean);
+    } else {
+      grads = ddp->gradient(tape, loss);
+    }
+    opt.apply_gradients(grads, params);
     ckpt.set_step(step + 1);
     if (world.rank() == 0) ckpt.save(dir);  // data parallel: rank 0 writes
   }
-  ddp.check_replicas();
+  if (ddp) ddp->check_replicas();
   if (world.rank() == 0) {
     uint64_t h = 1469598103934665603ULL;
     for (const auto& p : params)

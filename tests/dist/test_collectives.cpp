@@ -1,6 +1,8 @@
 // Collectives at whatever size mpirun gave (CI: 1, 2 and 3 ranks; 3 is not a
 // power of two). Every rank can compute every rank's input, so each checks
 // its result against a serial answer made here.
+#include <unistd.h>
+
 #include <cmath>
 #include <cstring>
 
@@ -259,6 +261,20 @@ TEST_CASE("send and recv around a ring; a size mismatch names both sizes") {
         [&] { w.recv(tpf::zeros({4}), 0, 9); },
         "[recv] expected 16 bytes (4 float32) from rank 0 "
         "(tag 9), got 12");
+  // recv_async into a shorter tensor, after a message already came on the
+  // pair: Open MPI's truncation error never came (the wait hung).
+  if (w.rank() == 0) {
+    w.send(tpf::ones({4}), 1, 11);
+    w.send(tpf::ones({4}), 1, 11);
+  }
+  if (w.rank() == 1) {
+    usleep(200000);  // both messages arrive before the receives
+    w.recv(tpf::zeros({4}), 0, 11);
+    auto shorter = w.recv_async(tpf::zeros({3}), 0, 11);
+    testing::expect_error<dist::DistError>(
+        [&] { shorter.wait(); },
+        "[recv] expected 12 bytes (3 float32) from rank 0 (tag 11), got 16");
+  }
   // Into a broadcast view (elements sharing memory): refused, the message
   // received all the same, so that the sender and the next messages go on.
   if (w.rank() == 0) w.send(tpf::ones({3}), 1, 10);

@@ -188,17 +188,29 @@ TEST_CASE("check_replicas names a diverged rank; misuse is refused") {
   CHECK_THROWS_AS(ddp.gradient(tape, loss, {other}), tpf::ValueError);
 }
 
-TEST_CASE("check_replicas tells shapes apart that hold the same bytes") {
+TEST_CASE("DDP refuses parameters that differ between ranks, on every rank") {
+  // Without TAPEFLOW_DIST_DEBUG too: the broadcast of rank 0's values filled
+  // a (3, 2) with a (2, 3)'s bytes, a float64 with float32's, or hung on a
+  // parameter only one rank had.
   auto& w = dist::world();
-  const char* debug = std::getenv("TAPEFLOW_DIST_DEBUG");
-  if (w.size() == 1 || (debug != nullptr && std::string(debug) == "1")) return;
-  // The broadcast copies rank 0's six values into rank 1's (3, 2).
-  const tpf::Shape shape = w.rank() == 1 ? tpf::Shape{3, 2} : tpf::Shape{2, 3};
-  std::vector<tpf::Variable> ps = {tpf::Variable(tpf::ones(shape))};
-  dist::DistributedDataParallel ddp(ps);
-  testing::expect_error<dist::ReplicaDivergenceError>(
-      [&] { ddp.check_replicas(); },
-      "[check_replicas] expected every rank to hold rank 0's parameters");
+  if (w.size() == 1) return;
+  const bool odd = w.rank() == 1;
+  const auto expect = [](const std::vector<tpf::Variable>& ps,
+                         const std::string& message) {
+    testing::expect_error<dist::DistError>(
+        [&] { dist::DistributedDataParallel ddp(ps); },
+        "[DistributedDataParallel] expected the same parameters (their "
+        "count, dtypes and shapes) on every rank: " +
+            message);
+  };
+  const tpf::Shape shape = odd ? tpf::Shape{3, 2} : tpf::Shape{2, 3};
+  expect({tpf::Variable(tpf::ones(shape))},
+         "rank 1 has 1 that differ from rank 0's");
+  expect({tpf::Variable(tpf::ones({4}, odd ? tpf::float64 : tpf::float32))},
+         "rank 1 has 1 that differ from rank 0's");
+  std::vector<tpf::Variable> more = {tpf::Variable(tpf::ones({4}))};
+  if (odd) more.push_back(tpf::Variable(tpf::ones({2})));
+  expect(more, "rank 0 has 1, rank 1 has 2");
 }
 
 TEST_CASE("average_buffers gives every rank the mean") {

@@ -79,6 +79,13 @@ TEST_CASE("ClusterSpec: JSON, flags, ranks; Server checks the flags") {
   CHECK_THROWS_AS(dist::ClusterSpec::from_json("/nonexistent.json"),
                   tpf::IOError);
   CHECK_THROWS_AS(c.rank_of({"worker", 2}), tpf::ValueError);
+  // A job listed twice: nlohmann kept the last list without a word.
+  std::ofstream(path) << R"({"ps": ["h1:1"], "ps": ["h2:1", "h3:1"]})";
+  testing::expect_error<tpf::ValueError>(
+      [&] { dist::ClusterSpec::from_json(path); },
+      "[ClusterSpec] expected {\"job\": [\"host:port\", ...], ...} in \"" +
+          path + "\", got: the job \"ps\" twice");
+  std::remove(path.c_str());
 
   char prog[] = "train", a[] = "--job_name=worker", b[] = "--task_index",
        d[] = "1";
@@ -86,9 +93,20 @@ TEST_CASE("ClusterSpec: JSON, flags, ranks; Server checks the flags") {
   const auto task = dist::task_from(4, argv);
   CHECK(task.job_name == "worker");
   CHECK(task.task_index == 1);
-  char bad[] = "--task_index=x";
-  char* argv2[] = {prog, bad};
-  CHECK_THROWS_AS(dist::task_from(2, argv2), tpf::ValueError);
+  for (const char* value : {"--task_index=x", "--task_index=+3",
+                            "--task_index= 3", "--task_index=-1"}) {
+    CAPTURE(value);
+    std::string bad = value;
+    char* argv2[] = {prog, bad.data()};
+    CHECK_THROWS_AS(dist::task_from(2, argv2), tpf::ValueError);
+  }
+  // A flag with its value missing took the next flag as its value.
+  char job[] = "--job_name", index[] = "--task_index=2";
+  char* argv3[] = {prog, job, index};
+  testing::expect_error<tpf::ValueError>(
+      [&] { dist::task_from(3, argv3); },
+      "[task_from] expected a value after --job_name, got the flag "
+      "\"--task_index=2\"");
 
   if (!cluster_run()) return;
   const auto cluster = dist::ClusterSpec::from_world(num_ps());
@@ -254,12 +272,58 @@ TEST_CASE("a large variable split across the ps tasks pulls and pushes whole") {
   ps.done();
 }
 
+TEST_CASE("create compares the variables on every task; done() is final") {
+  if (!cluster_run()) return;
+  dist::Server server(dist::ClusterSpec::from_world(num_ps()));
+  tpf::Variable w(tpf::zeros({4})), c(tpf::zeros({3}));
+  const auto sgd = [] { return std::make_unique<tpf::optim::SGD>(0.5); };
+  dist::ParameterClient client(server);
+  // Worker 1 with an extra variable: the ps read its bytes as w's gradient.
+  // Every task throws, and the client stays as it was.
+  dist::NamedVariables listed = {{"w", w}};
+  const bool odd = server.job_name() == "worker" && server.task_index() == 1;
+  if (odd) listed.insert(listed.begin(), {"c", c});
+  testing::expect_error<dist::DistError>(
+      [&] { client.create(listed, sgd); },
+      "[create] expected the same variables (their count, names, dtypes, "
+      "shapes and placement) on every rank: rank 0 has 1, rank " +
+          std::to_string(num_ps() + 1) + " has 2");
+  client.create({{"w", w}}, sgd);
+  if (server.job_name() == "ps") {
+    server.join();
+    return;
+  }
+  CHECK_THROWS_AS(client.pull({tpf::Variable(tpf::zeros({2, 2}))}),
+                  tpf::ShapeError);
+  CHECK_THROWS_AS(client.pull({tpf::Variable(tpf::zeros({4}, tpf::int32))}),
+                  tpf::DTypeError);
+  client.pull({w});
+  client.push({tpf::ones({4})});
+  client.done();
+  testing::expect_error<tpf::ValueError>(
+      [&] { client.push({tpf::ones({4})}); },
+      "[push] expected no push after done(), got one");
+  testing::expect_error<tpf::ValueError>(
+      [&] { client.pull({w}); }, "[pull] expected no pull after done()");
+}
+
 TEST_CASE("a local server: one process, both roles, no transport") {
   dist::Server server = dist::Server::create_local_server();
   CHECK(server.is_local());
   CHECK(server.is_chief());
   tpf::Variable w(tpf::zeros({1, 1})), b(tpf::zeros({1}));
   dist::ParameterClient client(server);
+  testing::expect_error<tpf::ValueError>(
+      [&] {
+        client.create({{"w", w}, {"b", b}}, {});
+      },
+      "[create] expected an optimizer factory, got an empty std::function");
+  testing::expect_error<tpf::ValueError>(
+      [&] {
+        client.create({{"w", w}, {"b", b}},
+                      [] { return std::unique_ptr<tpf::optim::Optimizer>(); });
+      },
+      "[create] expected the optimizer factory to return an optimizer");
   client.create({{"w", w}, {"b", b}},
                 [] { return std::make_unique<tpf::optim::SGD>(0.3); });
   for (int step = 0; step < 300; ++step) {

@@ -1,4 +1,5 @@
 #pragma once
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -58,9 +59,9 @@ class Storage {
    * fresh buffer is a new Storage, so a cache must key on the Storage it
    * holds alive as well as on the version.
    */
-  uint64_t version() const { return version_; }
+  uint64_t version() const { return version_.load(std::memory_order_relaxed); }
   /** Called by every in-place writer, before it writes. */
-  void bump_version() { ++version_; }
+  void bump_version() { version_.fetch_add(1, std::memory_order_relaxed); }
 
   /** Destroys the objects the buffer holds (string_ elements) before it goes.
    */
@@ -69,7 +70,7 @@ class Storage {
 
  private:
   void* data_ = nullptr;
-  uint64_t version_ = 0;
+  std::atomic<uint64_t> version_ = 0;
   Finalizer finalizer_ = nullptr;
   size_t nbytes_;
   Device device_;

@@ -54,6 +54,19 @@ struct TensorImpl {
   // in place while others hold the old one (copy on write).
   bool variable = false;
   TapeMarks marks;
+
+  /**
+   * The buffer, shared. Threads that train one model together (each with
+   * its own tape, Hogwild style) move a Variable to a fresh buffer while
+   * others read it, so a Variable's handle is loaded and replaced
+   * atomically; other tensors never change buffer.
+   */
+  std::shared_ptr<Storage> shared_storage() const {
+    return variable ? std::atomic_load(&storage) : storage;
+  }
+  void replace_storage(std::shared_ptr<Storage> fresh) {
+    std::atomic_store(&storage, std::move(fresh));
+  }
 };
 
 }  // namespace tapeflow

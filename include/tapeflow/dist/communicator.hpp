@@ -95,6 +95,9 @@ class Communicator {
   /**
    * Point to point; recv() fills `t`, whose size must be the sender's (a
    * DistError names both). `t` must stay unchanged until a send's Work ends.
+   * recv_async matches its message when its Work is first tested or waited
+   * on (it probes the size before receiving): two pending on the same
+   * source and tag take the messages in the order they are completed.
    */
   void send(const Tensor& t, int dst, int tag = 0);
   void recv(const Tensor& t, int src, int tag = 0);

@@ -97,8 +97,11 @@ class ParameterClient {
   ParameterClient& operator=(const ParameterClient&) = delete;
 
   /**
-   * Every task, the same variables in the same order. The chief's values
-   * are the start; the ps tasks make their optimizer with `make_optimizer`.
+   * Every task, the same variables in the same order: the tasks compare
+   * names, dtypes, shapes and placement, and a task given others is a
+   * DistError on every task. The chief's values are the start; every task
+   * calls `make_optimizer` (an empty factory, or one returning null, is a
+   * ValueError everywhere) and the ps tasks keep theirs.
    */
   void create(const NamedVariables& variables,
               const OptimizerFactory& make_optimizer,

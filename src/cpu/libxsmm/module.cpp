@@ -14,6 +14,7 @@
 #include <libxsmm_generator.h>
 
 #include <climits>
+#include <cstdlib>
 #include <initializer_list>
 #include <mutex>
 #include <type_traits>
@@ -206,6 +207,21 @@ bool run(const Tensor& a, const Tensor& b, Tensor& out, MatrixLayout la,
   return true;
 }
 
+/**
+ * Whether LIBXSMM set up its code registry. Its first dispatch allocates the
+ * registry and, when that fails (address space nearly gone), dereferences
+ * it anyway: a segfault on the first small product. So the module sets it up
+ * once and, without it, leaves every product to oneDNN.
+ */
+bool registry_ready() {
+  static const bool ready = [] {
+    libxsmm_init();
+    libxsmm_registry_info info;
+    return libxsmm_get_registry_info(&info) == EXIT_SUCCESS;
+  }();
+  return ready;
+}
+
 }  // namespace
 }  // namespace tapeflow::cpu
 
@@ -223,7 +239,8 @@ extern "C" bool tapeflow_small_matmul_v1(const tapeflow::Tensor& a,
   const int64_t M = out.shape()[r - 2], N = out.shape()[r - 1],
                 K = a.shape()[a.rank() - 1];
   // Each factor first, so that the product cannot overflow.
-  if (M > kMaxMnk || N > kMaxMnk || K > kMaxMnk || M * N * K > kMaxMnk)
+  if (M > kMaxMnk || N > kMaxMnk || K > kMaxMnk || M * N * K > kMaxMnk ||
+      !registry_ready())
     return false;
   const auto la = matrix_layout(a), lb = matrix_layout(b);
   if (!la || !lb) return false;

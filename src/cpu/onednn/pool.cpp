@@ -149,20 +149,26 @@ bool onednn_takes(const PoolWindow& w, const Shape& in) {
   return taps <= most;
 }
 
-/** Whether contiguous float32 `x` holds a NaN: one read, in batches. */
-bool has_nan(const Tensor& x) {
+/**
+ * Whether contiguous float32 `x` holds a NaN or -inf: one read, in batches.
+ * oneDNN starts a max from the lowest finite float, so a window of -inf came
+ * out as -FLT_MAX there and as -inf on the direct loops.
+ */
+bool has_nan_or_minus_inf(const Tensor& x) {
   using B = xsimd::batch<float>;
   const float* p = static_cast<const float*>(x.raw_data());
   std::atomic<bool> found{false};
   parallel_for(x.numel(), kParallelGrain, [&](int64_t begin, int64_t end) {
-    typename B::batch_bool_type nan(false);
+    const B minus_inf(-std::numeric_limits<float>::infinity());
+    typename B::batch_bool_type special(false);
     int64_t i = begin;
     for (; i + int64_t(B::size) <= end; i += B::size) {
       const B v = B::load_unaligned(p + i);
-      nan = nan | xsimd::isnan(v);
+      special = special | xsimd::isnan(v) | (v == minus_inf);
     }
-    bool any = xsimd::any(nan);
-    for (; i < end; ++i) any |= p[i] != p[i];
+    bool any = xsimd::any(special);
+    for (; i < end; ++i)
+      any |= p[i] != p[i] || p[i] == -std::numeric_limits<float>::infinity();
     if (any) found = true;
   });
   return found;
@@ -179,7 +185,7 @@ void max_pool(const MaxPool& op, Inputs in, const Outputs& outs) {
                         static_cast<float*>(out.raw_data()),
                         ws ? static_cast<int32_t*>(ws->raw_data()) : nullptr,
                         x.shape());
-  if (!onednn_takes(op.w, x.shape()) || has_nan(x))
+  if (!onednn_takes(op.w, x.shape()) || has_nan_or_minus_inf(x))
     return max_pool_direct(op, in, outs);
   if (ws) return max_pool_training(op.w, x, out, *ws);
   pool_forward(algorithm::pooling_max, op.w, x, out);

@@ -6,6 +6,7 @@
 #include "core/op_error.hpp"
 #include "ops/axes.hpp"
 #include "ops/composite.hpp"
+#include "ops/elementwise_ops.hpp"
 #include "tapeflow/autograd.hpp"
 #include "tapeflow/ops/math.hpp"
 #include "tapeflow/ops/reduce.hpp"
@@ -78,7 +79,11 @@ Tensor softplus(const Tensor& x) {
 }
 
 Tensor softsign(const Tensor& x) {
-  return composite("softsign", [&] { return x / (1.0 + abs(x)); });
+  return composite("softsign", [&] {
+    // In floating point first: 1 + |x| wraps at the integer extremes.
+    const Tensor fx = to_floating(x);
+    return fx / (1.0 + abs(fx));
+  });
 }
 
 Tensor sigmoid(const Tensor& x) {
