@@ -98,7 +98,10 @@ TEST_CASE("threads recording on their own tapes at once, sharing a variable") {
 TEST_CASE("threads training shared variables with one optimizer (Hogwild)") {
   // Each update moves w and b to fresh buffers while other threads' tapes
   // hold the old ones: a tape saving them meanwhile must read the handle
-  // whole (it took half of a move: "modified by an in-place operation").
+  // whole (it took half of a move: "modified by an in-place operation"),
+  // must not copy it between a writer's check and its version bump (the
+  // same error, one run in fifteen), and a kernel reading the old buffer
+  // must hold it while the tape that pinned it goes (a double free).
   tpf::Variable w(tpf::fill({16, 16}, 0.5f)), b(tpf::zeros({16}));
   tpf::optim::SGD sgd(1e-3);
   std::vector<std::thread> threads;
@@ -119,6 +122,28 @@ TEST_CASE("threads training shared variables with one optimizer (Hogwild)") {
   for (auto& th : threads) th.join();
   CHECK(failures == std::vector<int>(8, 0));
   for (double v : values(w)) CHECK(std::isfinite(v));
+}
+
+TEST_CASE("threads sharing one Adam from its first step (Hogwild)") {
+  // Every thread's first step finds no slots for these parameters and makes
+  // them: the optimizer's table grew under the others' feet (a heap
+  // corruption one run in five with the case above) and lost steps.
+  constexpr int kParams = 24, kThreads = 8, kSteps = 20;
+  std::vector<tpf::Variable> params;
+  for (int p = 0; p < kParams; ++p) params.emplace_back(tpf::zeros({8}));
+  const std::vector<tpf::Tensor> grads(kParams, tpf::ones({8}));
+  tpf::optim::Adam adam(1e-3);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&] {
+      for (int i = 0; i < kSteps; ++i) adam.apply_gradients(grads, params);
+    });
+  for (auto& th : threads) th.join();
+  CHECK(adam.iterations() == kThreads * kSteps);
+  CHECK(adam.variables().size() == kParams);
+  CHECK(adam.slots().size() == 2 * kParams);
+  for (const auto& p : params)
+    for (double v : values(p)) CHECK(v < 0);
 }
 
 TEST_CASE("a tape made on one thread and destroyed by a consumer thread") {

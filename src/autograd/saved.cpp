@@ -15,7 +15,7 @@ namespace {
 Tensor alias_on(const Tensor& t, const std::shared_ptr<Storage>& buffer) {
   const TensorImpl& from = *t.impl();
   std::shared_ptr<TensorImpl> impl = new_tensor_impl();
-  impl->storage = buffer;
+  impl->set_storage(buffer);
   impl->shape = from.shape;
   impl->strides = from.strides;
   impl->offset = from.offset;
@@ -36,7 +36,8 @@ std::span<const Tensor> as_recorded(const char* op, const char* what,
   for (size_t i = 0; i < saved.size(); ++i) {
     if (!saved[i].defined()) continue;
     const SaveStamp& stamp = stamps[i];
-    const Storage* now = saved[i].impl()->shared_storage().get();
+    const std::shared_ptr<Storage> now_held = storage_of(*saved[i].impl());
+    const Storage* now = now_held.get();
     const Storage* seen = stamp.pinned ? stamp.pinned.get() : now;
     if (seen->version() != stamp.version)
       throw op_error<ValueError>(
@@ -50,8 +51,7 @@ std::span<const Tensor> as_recorded(const char* op, const char* what,
   if (!moved) return saved;
   scratch.assign(saved.begin(), saved.end());
   for (size_t i = 0; i < saved.size(); ++i)
-    if (stamps[i].pinned &&
-        stamps[i].pinned != saved[i].impl()->shared_storage())
+    if (stamps[i].pinned && stamps[i].pinned != storage_of(*saved[i].impl()))
       scratch[i] = alias_on(saved[i], stamps[i].pinned);
   return scratch;
 }

@@ -26,10 +26,9 @@ inline SaveStamp stamp_of(const Tensor& t) {
   if (!t.defined()) return {};
   const TensorImpl& impl = *t.impl();
   if (!impl.variable) return {nullptr, impl.storage->version()};
+  // Writers replace the handle under this lock: a plain copy is safe here.
   const std::lock_guard lock(variable_lock(impl));
-  std::shared_ptr<Storage> buffer = impl.shared_storage();
-  const uint64_t version = buffer->version();
-  return {std::move(buffer), version};
+  return {impl.storage, impl.storage->version()};
 }
 
 /** Tensors a node saves for its gradient, each with its stamp. */

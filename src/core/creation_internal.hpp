@@ -17,13 +17,30 @@ Tensor empty_tensor(const Shape& shape, DType dtype, Device device,
 /** A handle onto `base`'s storage with another shape, strides and offset. */
 Tensor make_view(const Tensor& base, const Shape& shape, const Shape& strides,
                  int64_t offset);
+/** A handle of `dtype` onto `buffer` with this shape, strides and offset. */
+Tensor make_view(std::shared_ptr<Storage> buffer, DType dtype,
+                 const Shape& shape, const Shape& strides, int64_t offset);
+/**
+ * The tensor a kernel reads or writes: `t` itself, or for a Variable a plain
+ * view of the buffer it has now, which the caller holds until it is done.
+ * Threads that train one model together move a Variable to a fresh buffer
+ * when they update it while a tape holds the old one (copy on write), and
+ * that tape frees the old buffer when it goes, whoever still reads it.
+ */
+inline Tensor held(const Tensor& t) {
+  if (!t.defined() || !t.impl()->variable) return t;
+  return make_view(t, t.shape(), t.strides(), t.offset());
+}
 /**
  * Every in-place writer calls this before it writes into `dst`: it counts the
  * write in the buffer's version (which tape nodes check), and moves a
  * Variable whose buffer others hold to a fresh one, copying the old values
- * over when the write reads them (`keeps_values`, optimizer updates).
+ * over when the write reads them (`keeps_values`, optimizer updates). The
+ * writer writes through what it returns: `dst`, or for a Variable the buffer
+ * chosen here, held (see `held`).
  */
-void begin_in_place_write(const Tensor& dst, bool keeps_values, const char* op);
+[[nodiscard]] Tensor begin_in_place_write(const Tensor& dst, bool keeps_values,
+                                          const char* op);
 /**
  * Copies `src` (converted to dst's dtype) into `dst` in place; not recorded.
  * A source that shares dst's buffer is copied whole first.

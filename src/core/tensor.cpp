@@ -9,6 +9,7 @@
 #include "core/cpu_allocator.hpp"
 #include "core/creation_internal.hpp"
 #include "core/op_error.hpp"
+#include "core/variable_lock.hpp"
 #include "profiler/hook.hpp"
 
 namespace tapeflow {
@@ -31,9 +32,9 @@ Tensor empty_tensor(const Shape& shape, DType dtype, Device device,
   std::shared_ptr<TensorImpl> impl = new_tensor_impl();
   Allocator* allocator = allocator_for(device, op);
   try {
-    impl->storage = std::allocate_shared<Storage>(
+    impl->set_storage(std::allocate_shared<Storage>(
         SmallBlockAllocator<Storage>(), static_cast<size_t>(bytes), device,
-        allocator);
+        allocator));
   } catch (const std::bad_alloc&) {
     throw op_error<ResourceExhaustedError>(
         op, "expected ", bytes, " bytes for a ", dtype_name(dtype),
@@ -65,8 +66,14 @@ Tensor empty_tensor(const Shape& shape, DType dtype, Device device,
 
 Tensor make_view(const Tensor& base, const Shape& shape, const Shape& strides,
                  int64_t offset) {
+  return make_view(storage_of(*base.impl()), base.dtype(), shape, strides,
+                   offset);
+}
+
+Tensor make_view(std::shared_ptr<Storage> buffer, DType dtype,
+                 const Shape& shape, const Shape& strides, int64_t offset) {
   std::shared_ptr<TensorImpl> impl = new_tensor_impl();
-  impl->storage = base.impl()->shared_storage();
+  impl->set_storage(std::move(buffer));
   impl->shape = shape;
   impl->strides = strides;
   // Unsigned: a broadcast view of 2^63-1 rows overflows the product, which
@@ -79,7 +86,7 @@ Tensor make_view(const Tensor& base, const Shape& shape, const Shape& strides,
     expected *= static_cast<uint64_t>(shape[i]);
   }
   impl->offset = offset;
-  impl->dtype = base.dtype();
+  impl->dtype = dtype;
   return Tensor(std::move(impl));
 }
 

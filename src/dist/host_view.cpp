@@ -43,9 +43,7 @@ HostView host_view(const Tensor& t, const char* op, bool writes) {
   HostView v;
   v.tensor = t;
   if (t.device() == Device::cpu() && t.is_contiguous()) {
-    // Before raw_data(): the write may move a shared Variable's buffer.
-    if (writes) begin_in_place_write(t, true, op);
-    v.host = t;
+    v.host = writes ? begin_in_place_write(t, true, op) : held(t);
     return v;
   }
   v.host = materialize(t.to(Device::cpu()));

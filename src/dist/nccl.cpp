@@ -108,11 +108,11 @@ void check_nccl(int rc, const char* err, const char* op) {
 bool nccl_all_reduce(CommState& c, const Tensor& t, ReduceOp op, Order order) {
   void* comm = nccl_comm(c, t, "all_reduce");
   if (comm == nullptr) return false;
-  begin_in_place_write(t, true, "all_reduce");
+  const Tensor target = begin_in_place_write(t, true, "all_reduce");
   InFlight flight("all_reduce", c.seq);
   char err[256] = "";
   check_nccl(
-      load_api()->all_reduce(comm, t.raw_data(), t.numel(),
+      load_api()->all_reduce(comm, target.raw_data(), t.numel(),
                              static_cast<int>(t.dtype()), static_cast<int>(op),
                              order == Order::canonical, err, sizeof err),
       err, "all_reduce");
@@ -122,11 +122,12 @@ bool nccl_all_reduce(CommState& c, const Tensor& t, ReduceOp op, Order order) {
 bool nccl_broadcast(CommState& c, const Tensor& t, int root) {
   void* comm = nccl_comm(c, t, "broadcast");
   if (comm == nullptr) return false;
-  if (c.rank != root) begin_in_place_write(t, true, "broadcast");
+  const Tensor target =
+      c.rank == root ? held(t) : begin_in_place_write(t, true, "broadcast");
   InFlight flight("broadcast", c.seq);
   char err[256] = "";
   check_nccl(
-      load_api()->broadcast(comm, t.raw_data(), t.numel(),
+      load_api()->broadcast(comm, target.raw_data(), t.numel(),
                             static_cast<int>(t.dtype()), root, err, sizeof err),
       err, "broadcast");
   return true;

@@ -81,8 +81,8 @@ void unpack_into(const char* data, size_t size, const std::vector<Tensor>& into,
       throw op_error<DistError>(op, "expected ", at + n,
                                 " bytes of values, got ", size);
     if (v.device() == Device::cpu() && v.is_contiguous()) {
-      begin_in_place_write(v, false, op);  // may move a shared buffer
-      if (n > 0) std::memcpy(v.raw_data(), data + at, n);
+      const Tensor target = begin_in_place_write(v, false, op);
+      if (n > 0) std::memcpy(target.raw_data(), data + at, n);
     } else {
       const Tensor value =
           empty_tensor(v.shape(), v.dtype(), Device::cpu(), op);

@@ -13,6 +13,7 @@
 #include "core/cpu_allocator.hpp"
 #include "core/creation_internal.hpp"
 #include "core/op_error.hpp"
+#include "core/variable_lock.hpp"
 
 namespace tapeflow {
 namespace {
@@ -219,7 +220,7 @@ DLManagedTensor* to_dlpack(const Tensor& t) {
     checked_backend(device, "to_dlpack")->synchronize(device.index);
   const TensorImpl& impl = *t.impl();
   auto e = std::make_unique<Export>();
-  e->storage = impl.shared_storage();
+  e->storage = storage_of(impl);
   e->shape = impl.shape;
   e->strides = impl.strides;
   DLTensor& dl = e->managed.dl_tensor;
@@ -281,8 +282,8 @@ Tensor from_dlpack(DLManagedTensor* managed) {
     check_bool_bytes(static_cast<const uint8_t*>(data), shape, strides, numel);
   auto owner = std::make_unique<AdoptedBuffer>(data, managed, device);
   auto base_impl = std::make_shared<TensorImpl>();
-  base_impl->storage = std::make_shared<Storage>(static_cast<size_t>(bytes),
-                                                 device, owner.get());
+  base_impl->set_storage(std::make_shared<Storage>(static_cast<size_t>(bytes),
+                                                   device, owner.get()));
   owner.release();  // the storage gives it back when it goes
   base_impl->shape = Shape{bytes / static_cast<int64_t>(itemsize(dtype))};
   base_impl->strides = Shape{1};

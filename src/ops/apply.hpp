@@ -9,6 +9,7 @@
 #include "autograd/node.hpp"
 #include "core/creation_internal.hpp"
 #include "core/op_error.hpp"
+#include "core/small_vector.hpp"
 #include "core/registry.hpp"
 #include "ops/op.hpp"
 #include "profiler/hook.hpp"
@@ -107,6 +108,30 @@ inline bool all_empty(std::span<const autograd::TensorSpec> specs) {
   return true;
 }
 
+/**
+ * The inputs a kernel reads: `in` itself, or, when it holds a Variable, `in`
+ * with each Variable held (see `held`), since another thread's update may
+ * move that Variable to a fresh buffer while the kernel reads the old one.
+ */
+class HeldInputs {
+ public:
+  explicit HeldInputs(Inputs in) : inputs_(in) {
+    for (const Tensor& t : in)
+      if (t.defined() && t.impl()->variable) {
+        for (const Tensor& u : in) held_.push_back(held(u));
+        inputs_ = Inputs(held_.data(), held_.size());
+        return;
+      }
+  }
+  HeldInputs(const HeldInputs&) = delete;
+  HeldInputs& operator=(const HeldInputs&) = delete;
+  Inputs get() const { return inputs_; }
+
+ private:
+  SmallVector<Tensor, 4> held_;
+  Inputs inputs_;
+};
+
 /** Fresh outputs of `specs` on `device`, each constructed in place. */
 template <size_t N, size_t... I>
 std::array<Tensor, N> allocate(std::span<const autograd::TensorSpec> specs,
@@ -137,15 +162,16 @@ OpResult<Op> run_unprofiled(Device device, const Op& op, Inputs in,
           ? allocate<n>(specs, device, Op::name, std::make_index_sequence<n>())
           : std::array<Tensor, n>{};
   try {
+    const HeldInputs held_in(in);
     if (kernel) [[likely]] {
-      if (!all_empty(out)) kernel(op, in, Outputs(out, slot));
+      if (!all_empty(out)) kernel(op, held_in.get(), Outputs(out, slot));
     } else if (all_empty(specs)) {
       out = allocate<n>(specs, device, Op::name, std::make_index_sequence<n>());
     } else {
       Kernel<Op> cpu = KernelTable<Op>::kernels[0];
       if (!cpu) throw_no_kernel(Op::name, device);
       run_soft_placed(
-          Op::name, in, device,
+          Op::name, held_in.get(), device,
           [&](Inputs host_in, const Outputs& host_out) {
             log_placement(Op::name, Device::cpu(), KernelTable<Op>::backends[0],
                           true);

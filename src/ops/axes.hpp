@@ -4,6 +4,7 @@
 #include <string>
 
 #include "core/op_error.hpp"
+#include "core/variable_lock.hpp"
 #include "tapeflow/core/error.hpp"
 #include "tapeflow/core/tensor.hpp"
 #include "tapeflow/core/tensor_impl.hpp"
@@ -28,8 +29,8 @@ inline int64_t normalize_axis(int64_t axis, int64_t rank, const char* op) {
  */
 inline void check_part_count(const Tensor& x, int64_t parts, const char* op) {
   constexpr int64_t most_unstored_parts = int64_t{1} << 20;
-  const int64_t stored =
-      static_cast<int64_t>(x.impl()->storage->nbytes() / itemsize(x.dtype()));
+  const int64_t stored = static_cast<int64_t>(storage_of(*x.impl())->nbytes() /
+                                              itemsize(x.dtype()));
   if (parts <= stored || parts <= most_unstored_parts) return;
   if (x.numel() == 0)
     throw op_error<ValueError>(op, "expected at most ", most_unstored_parts,

@@ -18,7 +18,7 @@ Tensor Tensor::contiguous() const {
 }
 
 Tensor materialize(const Tensor& x) {
-  if (x.is_contiguous()) return x;
+  if (x.is_contiguous()) return held(x);
   NoGradGuard no_grad;
   return apply(Cast{.dtype = x.dtype()}, {x});
 }
@@ -46,21 +46,21 @@ void cast_into(const Tensor& dst, const Tensor& src, const char* op) {
   if (!k) throw_no_kernel(op, dst.device());
   NoGradGuard no_grad;
   Tensor out = dst;
-  const Tensor in[] = {broadcast_to(src, dst.shape())};
+  const Tensor in[] = {broadcast_to(held(src), dst.shape())};
   k(Cast{.dtype = dst.dtype()}, Inputs(in, 1), Outputs({&out, 1}, nullptr));
 }
 
 }  // namespace
 
-void begin_in_place_write(const Tensor& dst, bool keeps_values,
-                          const char* op) {
+Tensor begin_in_place_write(const Tensor& dst, bool keeps_values,
+                            const char* op) {
   TensorImpl& impl = *dst.impl();
   if (!impl.variable) {
     impl.storage->bump_version();
-    return;
+    return dst;
   }
-  const std::lock_guard lock(variable_lock(impl));
-  std::shared_ptr<Storage> buffer = impl.shared_storage();
+  std::unique_lock lock(variable_lock(impl));
+  std::shared_ptr<Storage> buffer = impl.storage;
   // Others hold this buffer besides the Variable and `buffer`: a tape node
   // that saved the Variable, a view of it, a converted copy's source. They
   // keep the values they saw and the Variable moves to a fresh buffer (copy
@@ -68,17 +68,26 @@ void begin_in_place_write(const Tensor& dst, bool keeps_values,
   if (buffer.use_count() > 2) {
     const Tensor fresh =
         empty_tensor(dst.shape(), dst.dtype(), dst.device(), op);
-    if (keeps_values) cast_into(fresh, dst, op);
+    if (keeps_values)
+      cast_into(fresh,
+                make_view(buffer, dst.dtype(), dst.shape(), dst.strides(),
+                          dst.offset()),
+                op);
     buffer = fresh.impl()->storage;
     impl.replace_storage(buffer);
   }
   buffer->bump_version();
+  lock.unlock();
+  return make_view(std::move(buffer), dst.dtype(), dst.shape(), dst.strides(),
+                   dst.offset());
 }
 
 void move_variable(const Tensor& v, Device device) {
   if (v.device() == device) return;
   // A Variable owns its whole, contiguous buffer: its copy is the same view.
-  v.impl()->replace_storage(v.to(device).impl()->storage);
+  const Tensor moved = v.to(device);
+  const std::lock_guard lock(variable_lock(*v.impl()));
+  v.impl()->replace_storage(moved.impl()->storage);
 }
 
 void write_into(const Tensor& dst, const Tensor& src, const char* op) {
@@ -86,16 +95,17 @@ void write_into(const Tensor& dst, const Tensor& src, const char* op) {
     throw op_error<DeviceError>(op, "expected a value on ", dst.device().str(),
                                 ", got ", src.device().str());
   if (src.is_same(dst)) return;  // the values are already there
-  begin_in_place_write(dst, false, op);
-  if (src.impl()->storage != dst.impl()->storage) {
-    cast_into(dst, src, op);
+  const Tensor source = held(src);
+  const Tensor target = begin_in_place_write(dst, false, op);
+  if (source.impl()->storage != target.impl()->storage) {
+    cast_into(target, source, op);
     return;
   }
   // The source is another view of the buffer being written (its transpose,
   // a shifted slice): read all of it before any element is overwritten.
   const Tensor whole = empty_tensor(src.shape(), src.dtype(), src.device(), op);
-  cast_into(whole, src, op);
-  cast_into(dst, whole, op);
+  cast_into(whole, source, op);
+  cast_into(target, whole, op);
 }
 
 Tensor Tensor::to(Device device) const {

@@ -4,6 +4,7 @@
 // the dozen temporaries the composite rule makes. Inputs all share one
 // shape, dtype and device, and are contiguous.
 #include "core/creation_internal.hpp"
+#include "core/small_vector.hpp"
 #include "ops/apply.hpp"
 #include "profiler/hook.hpp"
 
@@ -39,19 +40,23 @@ bool apply_in_place(const Op& op, Inputs in) {
       return false;
   const Kernel<Op> kernel = find_kernel<Op>(device);
   if (!kernel) return false;
+  SmallVector<Tensor, 4> buffers;  // what the kernel writes and reads
   for (size_t i = 0; i < in.size(); ++i)
-    if ((Op::writes >> i) & 1u) begin_in_place_write(in[i], true, Op::name);
-  Tensor target = in[0];
+    buffers.push_back((Op::writes >> i) & 1u
+                          ? begin_in_place_write(in[i], true, Op::name)
+                          : held(in[i]));
+  const Inputs held_in(buffers.data(), buffers.size());
+  Tensor target = buffers[0];
   if (profiler::detail::g_running.load(std::memory_order_relaxed))
       [[unlikely]] {
     profiler::detail::OpTimer timer;
-    kernel(op, in, Outputs({&target, 1}, nullptr));
+    kernel(op, held_in, Outputs({&target, 1}, nullptr));
     timer.finish(Op::name, device,
                  KernelTable<Op>::backends[static_cast<int>(device.type)],
                  false, in);
     return true;
   }
-  kernel(op, in, Outputs({&target, 1}, nullptr));
+  kernel(op, held_in, Outputs({&target, 1}, nullptr));
   return true;
 }
 

@@ -62,13 +62,14 @@ double Optimizer::learning_rate() const {
   if (const double* v = std::get_if<double>(&learning_rate_)) return *v;
   // A user's schedule can return anything: a NaN or negative rate would
   // turn every parameter to NaN or climb the loss, silently.
-  const double rate = (*std::get<std::shared_ptr<LearningRateSchedule>>(
-      learning_rate_))(iterations_);
+  const int64_t step = iterations_.load();
+  const double rate =
+      (*std::get<std::shared_ptr<LearningRateSchedule>>(learning_rate_))(step);
   if (!(std::isfinite(rate) && rate >= 0))
     throw op_error<ValueError>(
         name_,
-        "expected a finite learning_rate >= 0 from its schedule at step ",
-        iterations_, ", got ", rate);
+        "expected a finite learning_rate >= 0 from its schedule at step ", step,
+        ", got ", rate);
   return rate;
 }
 
@@ -84,6 +85,7 @@ std::vector<Tensor> Optimizer::initial_slots(const Variable& param) const {
 }
 
 Optimizer::ParamState& Optimizer::state_for(const Variable& param) {
+  const std::lock_guard lock(states_lock_);
   const auto it = index_.find(param.impl());
   if (it != index_.end()) return states_[it->second];
   ParamState s{param, {}};
@@ -210,6 +212,7 @@ Tensor Optimizer::minimize(const std::function<Tensor()>& loss_fn,
 
 std::vector<std::pair<std::string, Variable>> Optimizer::slots() const {
   std::vector<std::pair<std::string, Variable>> out;
+  const std::lock_guard lock(states_lock_);
   for (size_t i = 0; i < states_.size(); ++i)
     for (size_t j = 0; j < slot_names_.size(); ++j)
       out.emplace_back("param" + std::to_string(i) + "/" + slot_names_[j],
@@ -219,6 +222,7 @@ std::vector<std::pair<std::string, Variable>> Optimizer::slots() const {
 
 Variable Optimizer::slot(const Variable& param,
                          const std::string& slot_name) const {
+  const std::lock_guard lock(states_lock_);
   const auto it = index_.find(param.impl());
   if (it == index_.end())
     throw ValueError("[slot] expected a parameter this " + name_ +
@@ -233,6 +237,7 @@ Variable Optimizer::slot(const Variable& param,
 
 std::vector<Variable> Optimizer::variables() const {
   std::vector<Variable> out;
+  const std::lock_guard lock(states_lock_);
   for (const auto& s : states_) out.push_back(s.param);
   return out;
 }

@@ -41,7 +41,9 @@ class Tensor {
   /** Extent of axis `i`; negative counts from the end. */
   int64_t dim(int64_t i) const;
   DType dtype() const { return checked().dtype; }
-  Device device() const { return checked().storage->device(); }
+  Device device() const {
+    return checked().device.load(std::memory_order_relaxed);
+  }
   bool is_contiguous() const { return checked().contiguous; }
   bool trainable() const { return checked().trainable; }
 

@@ -53,19 +53,25 @@ struct TensorImpl {
   // A Variable owns its whole buffer and may move to a fresh one when written
   // in place while others hold the old one (copy on write).
   bool variable = false;
+  // storage->device(), kept here so that asking a Variable's device never
+  // touches a buffer another thread's update may be freeing.
+  std::atomic<Device> device;
   TapeMarks marks;
 
-  /**
-   * The buffer, shared. Threads that train one model together (each with
-   * its own tape, Hogwild style) move a Variable to a fresh buffer while
-   * others read it, so a Variable's handle is loaded and replaced
-   * atomically; other tensors never change buffer.
-   */
-  std::shared_ptr<Storage> shared_storage() const {
-    return variable ? std::atomic_load(&storage) : storage;
+  /** Sets the buffer of a new impl (and its device). */
+  void set_storage(std::shared_ptr<Storage> buffer) {
+    device.store(buffer->device(), std::memory_order_relaxed);
+    storage = std::move(buffer);
   }
+
+  /**
+   * Moves a Variable to `fresh`. Threads that train one model together (each
+   * with its own tape, Hogwild style) do so while others read it: callers
+   * hold the Variable's lock, under which every copy of its handle is made
+   * (src/core/variable_lock.hpp); other tensors never change buffer.
+   */
   void replace_storage(std::shared_ptr<Storage> fresh) {
-    std::atomic_store(&storage, std::move(fresh));
+    set_storage(std::move(fresh));
   }
 };
 

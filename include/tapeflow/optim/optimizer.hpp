@@ -1,7 +1,10 @@
 #pragma once
+#include <atomic>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -40,7 +43,10 @@ struct CommonOptions {
  * Slots are created by the first apply_gradients that lists a parameter
  * (with a gradient or not), in the list's order, or by build(), and are
  * keyed by the parameter's TensorImpl; the optimizer keeps the parameter
- * alive.
+ * alive. Threads may share one optimizer (Hogwild training, as TensorFlow's
+ * use_locking=False): its slots and step counter are safe to reach from
+ * all of them, and concurrent updates of one parameter may lose each
+ * other's step as they would there.
  */
 class Optimizer {
  public:
@@ -72,7 +78,7 @@ class Optimizer {
   void build(const std::vector<Variable>& params);
 
   /** Number of steps applied so far. */
-  int64_t iterations() const { return iterations_; }
+  int64_t iterations() const { return iterations_.load(); }
   void set_iterations(int64_t iterations);
   /** The learning rate the next step uses. */
   double learning_rate() const;
@@ -117,9 +123,12 @@ class Optimizer {
   LearningRate learning_rate_;
   CommonOptions common_;
   std::vector<std::string> slot_names_;
-  int64_t iterations_ = 0;
+  std::atomic<int64_t> iterations_ = 0;
+  // Guards index_ and states_; a deque, so that a thread updating through
+  // its ParamState keeps it while another thread's first step adds one.
+  mutable std::mutex states_lock_;
   std::unordered_map<const TensorImpl*, size_t> index_;
-  std::vector<ParamState> states_;
+  std::deque<ParamState> states_;
 };
 
 }  // namespace tapeflow::optim
