@@ -146,6 +146,32 @@ TEST_CASE("threads sharing one Adam from its first step (Hogwild)") {
     for (double v : values(p)) CHECK(v < 0);
 }
 
+TEST_CASE("threads calling one new model at once build it once") {
+  // Every first call built the layers: threads ran on weights the next
+  // build replaced, and the weight list grew under the others' feet.
+  for (int round = 0; round < 20; ++round) {
+    tpf::nn::Sequential model;
+    model.add(tpf::nn::Dense(8));
+    model.add(tpf::nn::Dense(1));
+    const auto x = tpf::ones({2, 4});
+    std::vector<std::vector<double>> outputs(8);
+    std::vector<int> failures(8, 0);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 8; ++t)
+      threads.emplace_back([&, t] {
+        try {
+          outputs[t] = values(model(x));
+        } catch (const tpf::Error&) {
+          ++failures[t];
+        }
+      });
+    for (auto& th : threads) th.join();
+    CHECK(failures == std::vector<int>(8, 0));
+    CHECK(model.named_variables().size() == 4);
+    for (const auto& out : outputs) CHECK(out == values(model(x)));
+  }
+}
+
 TEST_CASE("a tape made on one thread and destroyed by a consumer thread") {
   tpf::Variable w(tpf::tensor({3.0}));
   std::promise<std::unique_ptr<tpf::GradientTape>> handoff;

@@ -1,5 +1,7 @@
 #include "tapeflow/nn/module.hpp"
 
+#include <mutex>
+
 #include "core/creation_internal.hpp"
 #include "core/op_error.hpp"
 #include "tapeflow/device_scope.hpp"
@@ -13,7 +15,7 @@ Module::Module(Module&& other) noexcept
     : type_(other.type_),  // copied: the moved-from one's errors name it
       name_(other.name_),
       training_(other.training_),
-      built_(other.built_),
+      built_(other.built_.load()),
       moved_from_(std::exchange(other.moved_from_, true)),
       weights_(std::move(other.weights_)),
       trainable_(std::move(other.trainable_)),
@@ -24,7 +26,7 @@ Module& Module::operator=(Module&& other) noexcept {
     type_ = other.type_;
     name_ = other.name_;
     training_ = other.training_;
-    built_ = other.built_;
+    built_ = other.built_.load();
     moved_from_ = std::exchange(other.moved_from_, true);
     weights_ = std::move(other.weights_);
     trainable_ = std::move(other.trainable_);
@@ -47,9 +49,19 @@ Tensor Module::operator()(const Tensor& x) {
 
 void Module::build_for(const Shape& input_shape, Device device) {
   check_not_moved_from();
-  if (built_) return;
+  if (built()) return;
+  // One lock for every module's build, recursive: a layer builds its cells
+  // inside its own build, and builds happen once, so nothing waits long.
+  static std::recursive_mutex building;
+  const std::lock_guard lock(building);
+  if (built()) return;
   build(input_shape);
-  built_ = true;
+  // Built once the weights exist, even if moving them fails; other threads
+  // see it only after the move.
+  struct MarkBuilt {
+    Module& module;
+    ~MarkBuilt() { module.mark_built(); }
+  } const mark{*this};
   // Weights where the data is, or where a DeviceScope puts them.
   to(DeviceScope::current().value_or(device));
 }

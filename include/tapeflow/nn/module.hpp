@@ -1,4 +1,5 @@
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -47,7 +48,9 @@ class Module {
   }
   /**
    * Makes the weights for inputs of `input_shape` on `device` unless built
-   * (Keras' build); operator() does it on the first call.
+   * (Keras' build); operator() does it on the first call. Threads calling
+   * one new model at once (Hogwild training) build it once: the others
+   * wait for it and use the same weights.
    */
   void build_for(const Shape& input_shape, Device device);
 
@@ -71,7 +74,7 @@ class Module {
   void train(bool on = true);
   void eval() { train(false); }
   bool is_training() const { return training_; }
-  bool built() const { return built_; }
+  bool built() const { return built_.load(std::memory_order_acquire); }
 
   const std::string& name() const { return name_; }
   void set_name(std::string name) { name_ = std::move(name); }
@@ -91,7 +94,7 @@ class Module {
   void add_child(std::shared_ptr<Module> child);
   /** ValueError where `child` is null or contains this module. */
   void check_child(const Module* child) const;
-  void mark_built() { built_ = true; }
+  void mark_built() { built_.store(true, std::memory_order_release); }
   /** ValueError naming this module when it was moved from. */
   void check_not_moved_from() const;
 
@@ -102,7 +105,7 @@ class Module {
   std::string type_;
   std::string name_;
   bool training_ = true;
-  bool built_ = false;
+  std::atomic<bool> built_ = false;  // set once the weights are all made
   bool moved_from_ = false;
   std::vector<std::pair<std::string, Variable>> weights_;
   std::vector<bool> trainable_;
