@@ -18,21 +18,8 @@
 
 namespace fs = std::filesystem;
 
+using testing::checkpoint_files;
 using testing::TempDir;
-
-namespace {
-
-/** The "ckpt-..." files of `dir` (its state file "checkpoint" left out). */
-std::vector<std::string> checkpoint_files(const fs::path& dir) {
-  std::vector<std::string> out;
-  for (const auto& e : fs::directory_iterator(dir))
-    if (e.path().filename().string().rfind("ckpt-", 0) == 0)
-      out.push_back(e.path().filename().string());
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
-}  // namespace
 
 TEST_CASE("Checkpoint saves and restores variables, slots, step and RNG") {
   TempDir dir;

@@ -2,6 +2,9 @@
 // saw (TensorFlow's semantics), a tensor that cannot keep them is an error at
 // gradient time, overlapping writes read their source whole, and assign keeps
 // the variable's dtype and shape. White-box: write_into and buffer versions.
+#include <chrono>
+#include <future>
+
 #include "core/creation_internal.hpp"
 #include "support/check.hpp"
 
@@ -161,4 +164,34 @@ TEST_CASE("assign keeps the variable's dtype and shape") {
   }
   expect_error<tpf::ValueError>([&] { v.assign(tpf::Tensor()); }, "[assign]");
   CHECK_CLOSE(v, tpf::tensor({1.0f, 2.0f}));
+}
+
+TEST_CASE("a snapshot waits for the write under way, and later writes move") {
+  tpf::Variable v(t64({1.0, 2.0}));
+  CHECK(buffer_of(v).writers() == 0);
+  std::future<tpf::Tensor> taken;
+  {
+    const tpf::Tensor target = tpf::begin_in_place_write(v, false, "test");
+    CHECK(buffer_of(v).writers() == 1);
+    taken = std::async(std::launch::async, [&] { return tpf::snapshot(v); });
+    // The snapshot cannot read while the write is under way.
+    CHECK(taken.wait_for(std::chrono::milliseconds(50)) ==
+          std::future_status::timeout);
+    auto* data = static_cast<double*>(target.raw_data());
+    data[0] = 5.0;
+    data[1] = 6.0;
+  }
+  const tpf::Tensor snap = taken.get();
+  CHECK(buffer_of(v).writers() == 0);
+  CHECK_FALSE(snap.impl()->variable);
+  CHECK_CLOSE(snap, t64({5.0, 6.0}));
+  // The snapshot holds the buffer: the next write moves v to a fresh one.
+  v.assign(t64({7.0, 8.0}));
+  CHECK(&buffer_of(v) != &buffer_of(snap));
+  CHECK_CLOSE(snap, t64({5.0, 6.0}));
+  CHECK_CLOSE(v, t64({7.0, 8.0}));
+  // Refused writes leave no write counted.
+  CHECK_THROWS_AS(v.assign(t64({1.0})), tpf::ShapeError);
+  CHECK_THROWS_AS(v.assign_add(tpf::ones({2}, tpf::float32)), tpf::DTypeError);
+  CHECK(buffer_of(v).writers() == 0);
 }

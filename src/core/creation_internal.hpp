@@ -42,6 +42,14 @@ inline Tensor held(const Tensor& t) {
 [[nodiscard]] Tensor begin_in_place_write(const Tensor& dst, bool keeps_values,
                                           const char* op);
 /**
+ * The values Variable `t` holds at one moment, for a reader on another thread
+ * than its writers (a checkpoint saved while training goes on): a held view
+ * of its buffer, taken once the in-place writes already under way on that
+ * buffer have finished. Later writes move the Variable to a fresh buffer
+ * (copy on write), so the view never changes. Anything else comes back as is.
+ */
+Tensor snapshot(const Tensor& t);
+/**
  * Copies `src` (converted to dst's dtype) into `dst` in place; not recorded.
  * A source that shares dst's buffer is copied whole first.
  */

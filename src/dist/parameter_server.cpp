@@ -12,6 +12,7 @@
 #include "core/op_error.hpp"
 #include "dist/agreement.hpp"
 #include "dist/comm_state.hpp"
+#include "dist/ps_placement.hpp"
 #include "dist/ps_state.hpp"
 #include "dist/watchdog.hpp"
 #include "io/atomic_write.hpp"
@@ -100,90 +101,6 @@ void unpack_into(const char* data, size_t size, const std::vector<Tensor>& into,
 
 namespace {
 
-/** Variables as pieces: whole, or split along dimension 0 when large. */
-std::vector<detail::Piece> cut(const NamedVariables& vars, int num_ps,
-                               const Placement& p) {
-  std::vector<detail::Piece> pieces;
-  const int64_t min_bytes = p.options.min_shard_bytes;
-  for (size_t i = 0; i < vars.size(); ++i) {
-    const Variable& v = vars[i].second;
-    const int64_t bytes = v.numel() * int64_t(itemsize(v.dtype()));
-    int64_t parts = 1;
-    if (min_bytes > 0 && v.rank() >= 1 && bytes >= 2 * min_bytes)
-      parts = std::min<int64_t>({num_ps, v.dim(0), bytes / min_bytes});
-    for (int64_t j = 0; j < parts; ++j) {
-      const int64_t begin = v.rank() ? v.dim(0) * j / parts : 0;
-      const int64_t end = v.rank() ? v.dim(0) * (j + 1) / parts : 0;
-      pieces.push_back({i, begin, end - begin, parts == 1});
-    }
-  }
-  return pieces;
-}
-
-/** PsScope's choices first, then the placement's for the other pieces. */
-std::vector<int> place(const NamedVariables& vars,
-                       const std::vector<detail::Piece>& pieces, int num_ps,
-                       const Placement& p) {
-  std::vector<int> owner(pieces.size(), -1);
-  std::vector<int64_t> load(num_ps, 0);
-  const auto bytes = [&](size_t q) {
-    const Variable& v = vars[pieces[q].var].second;
-    const int64_t row =
-        v.rank() ? v.numel() / std::max<int64_t>(v.dim(0), 1) : 1;
-    const int64_t n = pieces[q].whole ? v.numel() : pieces[q].rows * row;
-    return n * int64_t(itemsize(v.dtype()));
-  };
-  for (size_t q = 0; q < pieces.size(); ++q) {
-    const auto& [name, v] = vars[pieces[q].var];
-    const int k = detail::pinned_task(v);
-    if (k >= num_ps)
-      throw op_error<ValueError>("create", "expected PsScope tasks in [0, ",
-                                 num_ps, ") (the ps tasks), variable \"", name,
-                                 "\" has ", k);
-    if (k < 0) continue;
-    owner[q] = k;
-    load[k] += bytes(q);
-  }
-  std::vector<size_t> rest;
-  for (size_t q = 0; q < pieces.size(); ++q)
-    if (owner[q] < 0) rest.push_back(q);
-  if (p.kind == Placement::Kind::round_robin) {
-    for (size_t j = 0; j < rest.size(); ++j) owner[rest[j]] = int(j % num_ps);
-    return owner;
-  }
-  std::stable_sort(rest.begin(), rest.end(),
-                   [&](size_t a, size_t b) { return bytes(a) > bytes(b); });
-  for (size_t q : rest) {
-    const int k =
-        int(std::min_element(load.begin(), load.end()) - load.begin());
-    owner[q] = k;
-    load[k] += bytes(q);
-  }
-  return owner;
-}
-
-/**
- * What a task was given to create: names, dtypes, shapes and where each
- * piece lives. A worker with another list sent bytes the ps read as other
- * variables' gradients.
- */
-uint64_t layout_of(const NamedVariables& vars,
-                   const std::vector<detail::Piece>& pieces,
-                   const std::vector<int>& owner) {
-  std::vector<Tensor> tensors;
-  for (const auto& [name, v] : vars) tensors.push_back(v);
-  uint64_t h = detail::layout_hash(tensors);
-  const auto mix = [&h](uint64_t word) { h = (h ^ word) * 0x100000001b3ull; };
-  for (const auto& [name, v] : vars) mix(std::hash<std::string>{}(name));
-  for (size_t p = 0; p < pieces.size(); ++p) {
-    mix(pieces[p].var);
-    mix(static_cast<uint64_t>(pieces[p].begin));
-    mix(static_cast<uint64_t>(pieces[p].rows));
-    mix(static_cast<uint64_t>(owner[p]));
-  }
-  return h;
-}
-
 std::unique_ptr<optim::Optimizer> checked_optimizer(
     const OptimizerFactory& make_optimizer, const char* op) {
   if (!make_optimizer)
@@ -268,8 +185,10 @@ void ParameterClient::create(const NamedVariables& variables,
   }
   // Nothing is kept until every task has agreed: a create() that throws
   // leaves the client as it was.
-  std::vector<detail::Piece> pieces = cut(variables, s.num_ps, placement);
-  std::vector<int> owner = place(variables, pieces, s.num_ps, placement);
+  std::vector<detail::Piece> pieces =
+      detail::cut(variables, s.num_ps, placement);
+  std::vector<int> owner =
+      detail::place(variables, pieces, s.num_ps, placement);
   MPI_Comm comm = MPI_COMM_NULL;
   detail::check_mpi(MPI_Comm_dup(world().state()->comm, &comm), kOp);
   try {
@@ -277,7 +196,7 @@ void ParameterClient::create(const NamedVariables& variables,
         comm, kOp,
         "variables (their count, names, dtypes, shapes and placement)",
         static_cast<int64_t>(variables.size()),
-        layout_of(variables, pieces, owner));
+        detail::layout_of(variables, pieces, owner));
   } catch (const Error&) {
     MPI_Comm_free(&comm);
     throw;

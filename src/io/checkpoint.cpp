@@ -11,9 +11,12 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <set>
 #include <string_view>
 
+#include "core/creation_internal.hpp"
 #include "core/op_error.hpp"
 #include "io/atomic_write.hpp"
 #include "tapeflow/io/npz.hpp"
@@ -173,46 +176,92 @@ Checkpoint::Checkpoint(NamedVariables variables, NamedVariables slots,
   check_entries(slots_, kSlotPrefix, names);
 }
 
-std::string Checkpoint::save(const std::string& dir) const {
-  if (step_ < 0)
-    throw ValueError("[Checkpoint::save] expected a step >= 0, got " +
-                     std::to_string(step_));
+namespace {
+
+/** What one save writes, taken on the caller's thread. */
+struct Snapshot {
+  io::NamedTensors named;
+  std::string name;  // "ckpt-<step>.npz"
+  int max_to_keep;
+};
+
+/**
+ * One mutex per directory (by absolute path) for the whole of a save: a save
+ * lists the files it finds beside the state file as older, so another
+ * thread's checkpoint written but not yet listed could be deleted, and two
+ * state files written at once lose one's entry.
+ */
+std::mutex& directory_lock(const std::string& dir) {
+  static std::mutex table_lock;
+  static std::map<std::string, std::unique_ptr<std::mutex>> locks;
+  std::error_code ec;
+  fs::path key = fs::weakly_canonical(fs::absolute(dir, ec), ec);
+  if (ec) key = dir;
+  const std::lock_guard lock(table_lock);
+  std::unique_ptr<std::mutex>& mu = locks[key.string()];
+  if (!mu) mu = std::make_unique<std::mutex>();
+  return *mu;
+}
+
+std::string write_snapshot(const std::string& dir, const Snapshot& snap) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec)
     throw IOError("[Checkpoint::save] creating the directory " + dir +
                   " failed: " + ec.message());
+  const std::lock_guard lock(directory_lock(dir));
   remove_stale_temps(dir);
-
-  io::NamedTensors named;
-  named.reserve(variables_.size() + slots_.size() + 2);
-  for (const auto& [name, v] : variables_) named.emplace_back(name, v);
-  for (const auto& [name, v] : slots_)
-    named.emplace_back(kSlotPrefix + name, v);
-  named.emplace_back(kStepName, scalar(static_cast<double>(0), int64));
-  *static_cast<int64_t*>(named.back().second.raw_data()) = step_;
-  const RngState rng = get_rng_state();
-  const int64_t words[2] = {static_cast<int64_t>(rng.seed),
-                            static_cast<int64_t>(rng.offset)};
-  named.emplace_back(kRngName, from_buffer(words, {2}, int64));
-
-  const std::string name = "ckpt-" + std::to_string(step_) + ".npz";
-  const std::string path = (fs::path(dir) / name).string();
-  io::save_npz(path, named);  // durable once this returns
+  const std::string path = (fs::path(dir) / snap.name).string();
+  io::save_npz(path, snap.named);  // durable once this returns
 
   // The save order (TF's): a step below an earlier one (training resumed
   // from an older checkpoint) is still the latest, and the oldest saved go
   // first. The list is written before any file goes, so a crash between
   // leaves extra files, never a list naming deleted ones.
   std::vector<std::string> order = save_order(dir);
-  std::erase(order, name);
-  order.push_back(name);
+  std::erase(order, snap.name);
+  order.push_back(snap.name);
   size_t dropped = 0;
-  if (max_to_keep_ > 0 && order.size() > static_cast<size_t>(max_to_keep_))
-    dropped = order.size() - static_cast<size_t>(max_to_keep_);
+  if (snap.max_to_keep > 0 &&
+      order.size() > static_cast<size_t>(snap.max_to_keep))
+    dropped = order.size() - static_cast<size_t>(snap.max_to_keep);
   write_state(dir, {order.begin() + dropped, order.end()});
   for (size_t i = 0; i < dropped; ++i) fs::remove(fs::path(dir) / order[i], ec);
   return path;
+}
+
+Snapshot take_snapshot(const NamedVariables& variables,
+                       const NamedVariables& slots, int64_t step,
+                       int max_to_keep) {
+  if (step < 0)
+    throw ValueError("[Checkpoint::save] expected a step >= 0, got " +
+                     std::to_string(step));
+  Snapshot snap{.name = "ckpt-" + std::to_string(step) + ".npz",
+                .max_to_keep = max_to_keep};
+  io::NamedTensors& named = snap.named;
+  named.reserve(variables.size() + slots.size() + 2);
+  for (const auto& [name, v] : variables) named.emplace_back(name, snapshot(v));
+  for (const auto& [name, v] : slots)
+    named.emplace_back(kSlotPrefix + name, snapshot(v));
+  named.emplace_back(kStepName, scalar(static_cast<double>(0), int64));
+  *static_cast<int64_t*>(named.back().second.raw_data()) = step;
+  const RngState rng = get_rng_state();
+  const int64_t words[2] = {static_cast<int64_t>(rng.seed),
+                            static_cast<int64_t>(rng.offset)};
+  named.emplace_back(kRngName, from_buffer(words, {2}, int64));
+  return snap;
+}
+
+}  // namespace
+
+std::string Checkpoint::save(const std::string& dir) const {
+  return write_snapshot(dir,
+                        take_snapshot(variables_, slots_, step_, max_to_keep_));
+}
+
+std::future<std::string> Checkpoint::save_async(const std::string& dir) const {
+  return std::async(std::launch::async, write_snapshot, dir,
+                    take_snapshot(variables_, slots_, step_, max_to_keep_));
 }
 
 void Checkpoint::restore(const std::string& path, bool expect_partial) {

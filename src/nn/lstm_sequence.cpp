@@ -136,19 +136,15 @@ std::vector<Tensor> closed_form_gradient(const Steps& st, const Tensor& kernel,
 }
 
 /**
- * A handle of its own onto x's buffer: a Variable assigned after the forward
- * then moves to a fresh buffer (copy on write) and the backward reads the
- * values the forward did, as a saved tensor of the op-by-op tape would. It
- * is not trainable: a tape that starts after the forward and records the
- * backward sees the kernel there as a constant (a partial second order
- * either way; a full one needs the outer tape recording the forward too,
- * which takes the op-by-op walk).
+ * Snapshots of h0, c0 and the recurrent kernel (handles of their own onto
+ * the buffers, core/creation_internal.hpp), with their versions: a Variable
+ * assigned after the forward then moves to a fresh buffer and the backward
+ * reads the values the forward did, as a saved tensor of the op-by-op tape
+ * would. They are not trainable: a tape that starts after the forward and
+ * records the backward sees the kernel there as a constant (a partial second
+ * order either way; a full one needs the outer tape recording the forward
+ * too, which takes the op-by-op walk).
  */
-Tensor snapshot(const Tensor& x) {
-  return make_view(x, x.shape(), x.strides(), x.offset());
-}
-
-/** The snapshots of h0, c0 and the recurrent kernel, with their versions. */
 struct ReadInputs {
   std::vector<Tensor> tensors;
   std::vector<autograd::SaveStamp> stamps;

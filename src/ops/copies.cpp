@@ -1,8 +1,11 @@
 // Copies: to contiguous memory, into an existing tensor, to another device.
 // All of them are Cast kernels (a same-dtype cast is a strided copy) or
 // backend transfers.
+#include <thread>
+
 #include "core/cpu_allocator.hpp"
 #include "core/op_error.hpp"
+#include "core/small_block_pool.hpp"
 #include "core/variable_lock.hpp"
 #include "ops/apply.hpp"
 #include "ops/elementwise_ops.hpp"
@@ -77,9 +80,38 @@ Tensor begin_in_place_write(const Tensor& dst, bool keeps_values,
     impl.replace_storage(buffer);
   }
   buffer->bump_version();
+  buffer->begin_write();
   lock.unlock();
-  return make_view(std::move(buffer), dst.dtype(), dst.shape(), dst.strides(),
-                   dst.offset());
+  // The writer's view owns the buffer through a token that counts the write
+  // finished when the last handle onto it goes, whatever path the writer
+  // takes out (a kernel that throws included).
+  struct WriteToken {
+    explicit WriteToken(std::shared_ptr<Storage> b) : buffer(std::move(b)) {}
+    WriteToken(const WriteToken&) = delete;
+    WriteToken& operator=(const WriteToken&) = delete;
+    ~WriteToken() { buffer->end_write(); }
+    std::shared_ptr<Storage> buffer;
+  };
+  auto token = std::allocate_shared<WriteToken>(
+      SmallBlockAllocator<WriteToken>(), std::move(buffer));
+  Storage* const raw = token->buffer.get();
+  return make_view(std::shared_ptr<Storage>(std::move(token), raw), dst.dtype(),
+                   dst.shape(), dst.strides(), dst.offset());
+}
+
+Tensor snapshot(const Tensor& t) {
+  if (!t.defined() || !t.impl()->variable) return t;
+  Tensor view;
+  {
+    const std::lock_guard lock(variable_lock(*t.impl()));
+    view = make_view(t.impl()->storage, t.dtype(), t.shape(), t.strides(),
+                     t.offset());
+  }
+  // Writes that begin from here on find the buffer held and move the
+  // Variable to a fresh one; those already under way finish in a kernel.
+  const Storage& buffer = *view.impl()->storage;
+  while (buffer.writers() != 0) std::this_thread::yield();
+  return view;
 }
 
 void move_variable(const Tensor& v, Device device) {

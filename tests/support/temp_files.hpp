@@ -5,11 +5,13 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <random>
 #include <string>
+#include <vector>
 
 namespace testing {
 
@@ -73,6 +75,17 @@ inline std::string gzip(const std::string& bytes) {
 }
 inline std::string zlib(const std::string& bytes) {
   return deflate_bytes(bytes, 15);
+}
+
+/** The "ckpt-..." files of `dir` (its state file "checkpoint" left out). */
+inline std::vector<std::string> checkpoint_files(
+    const std::filesystem::path& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    if (e.path().filename().string().rfind("ckpt-", 0) == 0)
+      out.push_back(e.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 }  // namespace testing

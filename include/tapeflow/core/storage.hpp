@@ -62,6 +62,14 @@ class Storage {
   uint64_t version() const { return version_.load(std::memory_order_relaxed); }
   /** Called by every in-place writer, before it writes. */
   void bump_version() { version_.fetch_add(1, std::memory_order_relaxed); }
+  /**
+   * In-place writes into a Variable's buffer that have begun and not yet
+   * finished: a snapshot that holds the buffer (so later writes move the
+   * Variable elsewhere) waits for these to drain before it reads.
+   */
+  uint32_t writers() const { return writers_.load(std::memory_order_acquire); }
+  void begin_write() { writers_.fetch_add(1, std::memory_order_relaxed); }
+  void end_write() { writers_.fetch_sub(1, std::memory_order_release); }
 
   /** Destroys the objects the buffer holds (string_ elements) before it goes.
    */
@@ -71,6 +79,7 @@ class Storage {
  private:
   void* data_ = nullptr;
   std::atomic<uint64_t> version_ = 0;
+  std::atomic<uint32_t> writers_ = 0;
   Finalizer finalizer_ = nullptr;
   size_t nbytes_;
   Device device_;

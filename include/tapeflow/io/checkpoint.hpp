@@ -2,6 +2,7 @@
 // Training checkpoints: variables, optimizer slots, step and RNG state in one
 // .npz file, written atomically.
 #include <cstdint>
+#include <future>
 #include <string>
 #include <utility>
 #include <vector>
@@ -48,9 +49,22 @@ class Checkpoint {
    * file, in its text format: the checkpoints oldest saved first), then
    * deletes the oldest saved "ckpt-<n>.npz" files of `dir` beyond
    * max_to_keep (never the one just written; files the list does not name
-   * count as older). Returns the new file's path.
+   * count as older). Returns the new file's path. Each variable is read
+   * as it is at one moment even while other threads update it (its
+   * writes under way finish first, later ones go to a fresh buffer), and
+   * saves into one directory from several threads take turns.
    */
   std::string save(const std::string& dir) const;
+  /**
+   * save(dir) with the writing on another thread, as TensorFlow's async
+   * checkpoint and PyTorch's async_save: the values are taken here, at
+   * once and without a copy (each variable's next update moves it to a
+   * fresh buffer, the saved one stays as it was), then a worker writes the
+   * file and the state file. get() returns the path or rethrows the save's
+   * error. The future waits for the write when destroyed, so keep it while
+   * training goes on; the Checkpoint itself may go.
+   */
+  std::future<std::string> save_async(const std::string& dir) const;
 
   /**
    * Loads `path` and checks that every expected array is present with the
