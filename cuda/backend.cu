@@ -165,6 +165,7 @@ void register_losses(Registry& r);
 void register_optim_updates(Registry& r);
 void register_index(Registry& r);
 void register_arg_reduce(Registry& r);
+void register_scan(Registry& r);
 void register_linalg(Registry& r);
 void register_fractional_pool(Registry& r);
 void register_conv(Registry& r);
@@ -189,6 +190,7 @@ extern "C" void tapeflow_register_cuda(tapeflow::Registry* r) {
   tapeflow::cuda::register_optim_updates(*r);
   tapeflow::cuda::register_index(*r);
   tapeflow::cuda::register_arg_reduce(*r);
+  tapeflow::cuda::register_scan(*r);
   tapeflow::cuda::register_linalg(*r);
   tapeflow::cuda::register_fractional_pool(*r);
   tapeflow::cuda::register_conv(*r);

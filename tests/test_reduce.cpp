@@ -1,5 +1,5 @@
 // Reductions over any axes, keepdims, arg-reductions, the parallel paths
-// and their gradients.
+// and their gradients; cumsum and the composites logsumexp, variance, stddev.
 #include "support/check.hpp"
 
 using testing::OpCase;
@@ -237,6 +237,141 @@ TEST_CASE("a full reduction gives the same bits at every thread count") {
   CHECK(sums[0] == sums[2]);
   CHECK(maxes[0] == maxes[2]);
   // And it is a sum: float64 over the same values agrees to float rounding.
-  CHECK(sums[0] == doctest::Approx(tpf::sum(x.cast(tpf::float64)).item<double>())
-                       .epsilon(1e-5));
+  CHECK(sums[0] ==
+        doctest::Approx(tpf::sum(x.cast(tpf::float64)).item<double>())
+            .epsilon(1e-5));
+}
+
+TEST_CASE("cumsum, logsumexp, variance and stddev: OpCase rows") {
+  const tpf::Tensor x = x23();  // {{0.5, -1.25, 2.0}, {1.5, 0.25, -0.75}}
+  const auto lse = [](std::initializer_list<double> v) {
+    double s = 0;
+    for (double e : v) s += std::exp(e);
+    return std::log(s);
+  };
+  const std::vector<OpCase> cases = {
+      {"cumsum_axis1",
+       [](const Ts& in) { return tpf::cumsum(in[0], 1); },
+       {x},
+       tpf::tensor({{0.5, -0.75, 1.25}, {1.5, 1.75, 1.0}})},
+      {"cumsum_axis0",
+       [](const Ts& in) { return tpf::cumsum(in[0], 0); },
+       {x},
+       tpf::tensor({{0.5, -1.25, 2.0}, {2.0, -1.0, 1.25}})},
+      {"cumsum_exclusive",
+       [](const Ts& in) { return tpf::cumsum(in[0], 1, true); },
+       {x},
+       tpf::tensor({{0.0, 0.5, -0.75}, {0.0, 1.5, 1.75}})},
+      {"cumsum_reverse",
+       [](const Ts& in) { return tpf::cumsum(in[0], 1, false, true); },
+       {x},
+       tpf::tensor({{1.25, 0.75, 2.0}, {1.0, -0.5, -0.75}})},
+      {"cumsum_exclusive_reverse_axis_minus1",
+       [](const Ts& in) { return tpf::cumsum(in[0], -1, true, true); },
+       {x},
+       tpf::tensor({{0.75, 2.0, 0.0}, {-0.5, -0.75, 0.0}})},
+      {"logsumexp_axis1",
+       [](const Ts& in) { return tpf::logsumexp(in[0], {1}); },
+       {x},
+       tpf::tensor({lse({0.5, -1.25, 2.0}), lse({1.5, 0.25, -0.75})})},
+      {"logsumexp_all_keepdims",
+       [](const Ts& in) { return tpf::logsumexp(in[0], {}, true); },
+       {x},
+       tpf::tensor({{lse({0.5, -1.25, 2.0, 1.5, 0.25, -0.75})}})},
+      {"variance_axis0",
+       [](const Ts& in) { return tpf::variance(in[0], {0}); },
+       {x},
+       tpf::tensor({0.25, 0.5625, 1.890625})},
+      {"stddev_axis0_keepdims",
+       [](const Ts& in) { return tpf::stddev(in[0], {0}, true); },
+       {x},
+       tpf::tensor({{0.5, 0.75, 1.375}})},
+  };
+  for (const auto& c : cases) testing::run_op_case(c);
+}
+
+TEST_CASE("cumsum of a 3-D tensor and of many lines against a loop") {
+  // (A, B, C) scanned along each axis; 40000 lines of 3 take the threads.
+  for (const tpf::Shape& shape : {tpf::Shape{2, 3, 4}, tpf::Shape{40000, 3, 1}})
+    for (int64_t axis = 0; axis < 3; ++axis) {
+      const auto x = stateless64(shape, 5, -1.0, 1.0);
+      const auto v = x.to_vector<double>();
+      const int64_t B = shape[1], C = shape[2];
+      std::vector<double> expected(v.size());
+      for (int64_t a = 0; a < shape[0]; ++a)
+        for (int64_t b = 0; b < B; ++b)
+          for (int64_t c = 0; c < C; ++c) {
+            const int64_t i = (a * B + b) * C + c;
+            const int64_t step = axis == 0 ? B * C : axis == 1 ? C : 1;
+            const int64_t first = axis == 0 ? a : axis == 1 ? b : c;
+            expected[i] = v[i] + (first > 0 ? expected[i - step] : 0.0);
+          }
+      CHECK_CLOSE(tpf::cumsum(x, axis), tpf::from_vector(expected, shape),
+                  1e-12, 1e-12);
+    }
+}
+
+TEST_CASE("cumsum of integers wraps as TF's; bool sums as int64") {
+  const int32_t big = std::numeric_limits<int32_t>::max();
+  CHECK(tpf::cumsum(tpf::tensor<int32_t>({big, 1, 1})).to_vector<int32_t>() ==
+        std::vector<int32_t>{big, std::numeric_limits<int32_t>::min(),
+                             std::numeric_limits<int32_t>::min() + 1});
+  const auto counts = tpf::cumsum(tpf::tensor({true, false, true}));
+  CHECK(counts.dtype() == tpf::int64);
+  CHECK(counts.to_vector<int64_t>() == std::vector<int64_t>{1, 1, 2});
+  CHECK(tpf::cumsum(tpf::zeros({0, 3}), 0).shape() == tpf::Shape{0, 3});
+  CHECK(tpf::cumsum(tpf::zeros({2, 0}), 0).shape() == tpf::Shape{2, 0});
+}
+
+TEST_CASE("logsumexp of large, infinite and empty inputs") {
+  using testing::kNan;
+  const double inf = std::numeric_limits<double>::infinity();
+  const auto big = tpf::tensor({1000.0, 1000.0});
+  CHECK(tpf::logsumexp(big).item<double>() ==
+        doctest::Approx(1000.0 + std::log(2.0)));
+  tpf::GradientTape tape;
+  tape.watch(big);
+  CHECK_CLOSE(tape.gradient(tpf::logsumexp(big), {big})[0],
+              tpf::tensor({0.5, 0.5}));
+  CHECK(tpf::logsumexp(tpf::tensor({-inf, -inf})).item<double>() == -inf);
+  CHECK(tpf::logsumexp(tpf::tensor({inf, 1.0})).item<double>() == inf);
+  CHECK(std::isnan(tpf::logsumexp(tpf::tensor({kNan, 1.0})).item<double>()));
+  const auto empty = tpf::logsumexp(tpf::zeros({2, 0}, tpf::float64), {1});
+  CHECK(empty.to_vector<double>() == std::vector<double>{-inf, -inf});
+  CHECK(tpf::logsumexp(tpf::tensor({1.0f, 2.0f})).dtype() == tpf::float32);
+}
+
+TEST_CASE("variance of integers is float32, as mean") {
+  const auto v = tpf::variance(tpf::tensor<int32_t>({1, 2, 3, 4}));
+  CHECK(v.dtype() == tpf::float32);
+  CHECK(v.item<double>() == doctest::Approx(1.25));
+  CHECK(tpf::stddev(tpf::tensor({2.0, 2.0})).item<double>() == 0.0);
+}
+
+TEST_CASE("cumsum, logsumexp and variance errors name the op") {
+  using testing::expect_error;
+  const auto x = tpf::ones({2, 3});
+  const auto words = tpf::from_strings({"a", "b"}, {2});
+  expect_error<tpf::IndexError>([&] { (void)tpf::cumsum(x, 2); },
+                                "[cumsum] expected an axis in [-2, 2), got 2");
+  expect_error<tpf::IndexError>([&] { (void)tpf::cumsum(tpf::scalar(1.0)); },
+                                "[cumsum] expected an axis in [0, 0), got 0");
+  expect_error<tpf::DTypeError>([&] { (void)tpf::cumsum(words); },
+                                "[cumsum] expected a numeric dtype");
+  expect_error<tpf::DTypeError>(
+      [&] {
+        (void)tpf::logsumexp(tpf::tensor({1, 2}));
+      },
+      "[logsumexp] expected float32 or float64, got int32");
+  expect_error<tpf::IndexError>([&] { (void)tpf::logsumexp(x, {3}); },
+                                "[logsumexp] expected an axis");
+  expect_error<tpf::DTypeError>([&] { (void)tpf::variance(words); },
+                                "[variance] expected a numeric dtype");
+  expect_error<tpf::DTypeError>([&] { (void)tpf::stddev(words); },
+                                "[stddev] expected a numeric dtype");
+  expect_error<tpf::ValueError>(
+      [&] {
+        (void)tpf::variance(x, {0, 0});
+      },
+      "[variance] expected distinct axes");
 }

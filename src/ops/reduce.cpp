@@ -2,12 +2,15 @@
 #include "tapeflow/ops/reduce.hpp"
 
 #include <algorithm>
+#include <limits>
 
+#include "core/dtype_dispatch.hpp"
 #include "core/op_error.hpp"
 #include "ops/apply.hpp"
 #include "ops/axes.hpp"
 #include "ops/elementwise_ops.hpp"
 #include "ops/reduce_ops.hpp"
+#include "tapeflow/autograd.hpp"
 #include "tapeflow/creation.hpp"
 #include "tapeflow/ops/math.hpp"
 #include "tapeflow/ops/shape.hpp"
@@ -152,6 +155,54 @@ Tensor argmax(const Tensor& x, int64_t axis) {
 }
 Tensor argmin(const Tensor& x, int64_t axis) {
   return arg_reduce<ArgMin>(x, axis);
+}
+
+Tensor logsumexp(const Tensor& x, const Axes& axes, bool keepdims) {
+  if (!is_floating(x.dtype()))
+    throw op_error<DTypeError>("logsumexp", "expected float32 or float64, got ",
+                               dtype_name(x.dtype()));
+  int64_t count = 1;
+  for (int64_t a : normalize_axes(axes, x.rank(), "logsumexp"))
+    count *= x.shape()[a];
+  const double inf = std::numeric_limits<double>::infinity();
+  if (count == 0) return sum(x, axes, keepdims) + scalar_like(x, -inf);
+  // The maximum comes out first, so exp neither overflows nor meets
+  // inf - inf; where it is not finite (all -inf, a +inf, a NaN) nothing
+  // comes out and the sum gives the answer. The result does not depend on
+  // it, so no gradient flows through it.
+  const Tensor top = stop_gradient(max(x, axes, true));
+  const Tensor zero = scalar_like(top, 0.0);
+  const Tensor shift = where(equal(top - top, zero), top, zero);
+  const Tensor total = sum(exp(x - shift), axes, keepdims);
+  return log(total) + reshape(shift, total.shape());
+}
+
+Tensor variance(const Tensor& x, const Axes& axes, bool keepdims) {
+  if (is_string(x.dtype())) refuse_string("variance");
+  normalize_axes(axes, x.rank(), "variance");
+  const Tensor fx = to_floating(x);
+  const Tensor centered = fx - mean(fx, axes, true);
+  return mean(centered * centered, axes, keepdims);
+}
+
+Tensor stddev(const Tensor& x, const Axes& axes, bool keepdims) {
+  if (is_string(x.dtype())) refuse_string("stddev");
+  normalize_axes(axes, x.rank(), "stddev");
+  return sqrt(variance(x, axes, keepdims));
+}
+
+TensorSpec Cumsum::infer(Inputs in) const {
+  return {in[0].shape(), in[0].dtype()};
+}
+
+Tensor cumsum(const Tensor& x, int64_t axis, bool exclusive, bool reverse) {
+  if (is_string(x.dtype())) refuse_string("cumsum");
+  const int64_t a = normalize_axis(axis, x.rank(), "cumsum");
+  const Tensor v = x.dtype() == bool_ ? cast(x, int64) : x;
+  return apply(Cumsum{a, exclusive, reverse}, {v});
+}
+Grads Cumsum::vjp(const VjpArgs& a) const {
+  return {cumsum(a.grad, axis, exclusive, !reverse)};
 }
 
 Tensor sum_to(const Tensor& x, const Shape& shape) {

@@ -35,6 +35,21 @@ struct Min : ReduceOp {
   Grads vjp(const VjpArgs& a) const;
 };
 
+/**
+ * Running sums along `axis` (normalized), the output the input's shape:
+ * `exclusive` leaves each element out of its own sum, `reverse` sums from
+ * the end. Its gradient is the cumsum of the output gradient the other way.
+ */
+struct Cumsum {
+  static constexpr const char* name = "cumsum";
+  static constexpr int save = kSaveNothing;
+  int64_t axis;
+  bool exclusive = false;
+  bool reverse = false;
+  TensorSpec infer(Inputs in) const;
+  Grads vjp(const VjpArgs& a) const;
+};
+
 /** Index of the first extreme along one axis; int64 result, no gradient. */
 struct ArgReduce {
   int64_t axis;
