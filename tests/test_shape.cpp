@@ -268,3 +268,98 @@ TEST_CASE("degenerate inputs: OpCase rows") {
   };
   for (const auto& c : cases) testing::run_op_case(c);
 }
+
+TEST_CASE("tile and pad: OpCase rows") {
+  const auto x = x23();  // {{0.5, -1.25, 2.0}, {1.5, 0.25, -0.75}}
+  const std::vector<OpCase> cases = {
+      {"tile_rows_and_columns",
+       [](const Ts& in) {
+         return tpf::tile(in[0], {2, 2});
+       },
+       {x},
+       tpf::tensor({{0.5, -1.25, 2.0, 0.5, -1.25, 2.0},
+                    {1.5, 0.25, -0.75, 1.5, 0.25, -0.75},
+                    {0.5, -1.25, 2.0, 0.5, -1.25, 2.0},
+                    {1.5, 0.25, -0.75, 1.5, 0.25, -0.75}})},
+      {"tile_columns_once",
+       [](const Ts& in) {
+         return tpf::tile(in[0], {1, 1}) * 2.0;
+       },
+       {x},
+       tpf::tensor({{1.0, -2.5, 4.0}, {3.0, 0.5, -1.5}})},
+      {"pad_both_axes",
+       [](const Ts& in) {
+         return tpf::pad(in[0], {{1, 0}, {0, 2}});
+       },
+       {x},
+       tpf::tensor({{0.0, 0.0, 0.0, 0.0, 0.0},
+                    {0.5, -1.25, 2.0, 0.0, 0.0},
+                    {1.5, 0.25, -0.75, 0.0, 0.0}})},
+      {"pad_constant_columns",
+       [](const Ts& in) {
+         return tpf::pad(in[0], {{0, 0}, {1, 1}}, -1.0);
+       },
+       {x},
+       tpf::tensor(
+           {{-1.0, 0.5, -1.25, 2.0, -1.0}, {-1.0, 1.5, 0.25, -0.75, -1.0}})},
+  };
+  for (const auto& c : cases) testing::run_op_case(c);
+}
+
+TEST_CASE("tile and pad keep dtypes, take empty and zero counts") {
+  const auto ints = tpf::tensor<int32_t>({1, 2});
+  CHECK(tpf::tile(ints, {3}).to_vector<int32_t>() ==
+        std::vector<int32_t>{1, 2, 1, 2, 1, 2});
+  CHECK(tpf::pad(ints, {{2, 1}}, 7).to_vector<int32_t>() ==
+        std::vector<int32_t>{7, 7, 1, 2, 7});
+  CHECK(tpf::tile(ints, {0}).shape() == tpf::Shape{0});
+  CHECK(tpf::tile(tpf::scalar(3.0), {}).item<double>() == 3.0);
+  CHECK(tpf::pad(tpf::zeros({0, 2}), {{1, 1}, {0, 0}}).shape() ==
+        tpf::Shape{2, 2});
+  const auto flags = tpf::pad(tpf::tensor({true}), {{1, 0}});
+  CHECK(flags.dtype() == tpf::bool_);
+  CHECK(flags.to_vector<uint8_t>() == std::vector<uint8_t>{0, 1});
+  // The gradient of tile sums the copies.
+  tpf::Variable w(tpf::tensor({1.0, 2.0}));
+  tpf::GradientTape tape;
+  const auto y =
+      tpf::sum(tpf::tile(w, {3}) * tpf::arange(0.0, 6.0, 1.0, tpf::float64));
+  CHECK_CLOSE(tape.gradient(y, {w})[0], tpf::tensor({6.0, 9.0}));
+}
+
+TEST_CASE("tile and pad errors name the op, expected and actual") {
+  const auto x = tpf::ones({2, 3});
+  testing::expect_error<tpf::ValueError>(
+      [&] { (void)tpf::tile(x, {2}); },
+      "[tile] expected 2 multiples (x's rank), got 1");
+  testing::expect_error<tpf::ValueError>(
+      [&] {
+        (void)tpf::tile(x, {1, -1});
+      },
+      "[tile] expected multiples >= 0, got -1 for axis 1");
+  testing::expect_error<tpf::ValueError>(
+      [&] {
+        (void)tpf::tile(x, {int64_t{1} << 62, 4});
+      },
+      "[tile] expected an extent below 2^63");
+  testing::expect_error<tpf::ValueError>(
+      [&] {
+        (void)tpf::pad(x, {{1, 1}});
+      },
+      "[pad] expected 2 (before, after) pairs (x's rank), got 1");
+  testing::expect_error<tpf::ValueError>(
+      [&] {
+        (void)tpf::pad(x, {{0, 0}, {-1, 0}});
+      },
+      "[pad] expected paddings >= 0, got (-1, 0) for axis 1");
+  testing::expect_error<tpf::ValueError>(
+      [&] {
+        (void)tpf::pad(x, {{0, 0}, {0, std::numeric_limits<int64_t>::max()}});
+      },
+      "[pad] expected an extent below 2^63 on axis 1");
+  testing::expect_error<tpf::DTypeError>(
+      [&] {
+        (void)tpf::pad(tpf::from_strings({"a"}, {1}), {{1, 0}});
+      },
+      "[pad] expected a numeric dtype, got string");
+}

@@ -8,6 +8,7 @@
 #include "core/op_error.hpp"
 #include "ops/apply.hpp"
 #include "ops/axes.hpp"
+#include "ops/composite.hpp"
 #include "ops/elementwise_ops.hpp"
 #include "ops/reduce_ops.hpp"
 #include "tapeflow/autograd.hpp"
@@ -170,25 +171,29 @@ Tensor logsumexp(const Tensor& x, const Axes& axes, bool keepdims) {
   // inf - inf; where it is not finite (all -inf, a +inf, a NaN) nothing
   // comes out and the sum gives the answer. The result does not depend on
   // it, so no gradient flows through it.
-  const Tensor top = stop_gradient(max(x, axes, true));
-  const Tensor zero = scalar_like(top, 0.0);
-  const Tensor shift = where(equal(top - top, zero), top, zero);
-  const Tensor total = sum(exp(x - shift), axes, keepdims);
-  return log(total) + reshape(shift, total.shape());
+  return composite("logsumexp", [&] {
+    const Tensor top = stop_gradient(max(x, axes, true));
+    const Tensor zero = scalar_like(top, 0.0);
+    const Tensor shift = where(equal(top - top, zero), top, zero);
+    const Tensor total = sum(exp(x - shift), axes, keepdims);
+    return log(total) + reshape(shift, total.shape());
+  });
 }
 
 Tensor variance(const Tensor& x, const Axes& axes, bool keepdims) {
   if (is_string(x.dtype())) refuse_string("variance");
   normalize_axes(axes, x.rank(), "variance");
-  const Tensor fx = to_floating(x);
-  const Tensor centered = fx - mean(fx, axes, true);
-  return mean(centered * centered, axes, keepdims);
+  return composite("variance", [&] {
+    const Tensor fx = to_floating(x);
+    const Tensor centered = fx - mean(fx, axes, true);
+    return mean(centered * centered, axes, keepdims);
+  });
 }
 
 Tensor stddev(const Tensor& x, const Axes& axes, bool keepdims) {
   if (is_string(x.dtype())) refuse_string("stddev");
   normalize_axes(axes, x.rank(), "stddev");
-  return sqrt(variance(x, axes, keepdims));
+  return composite("stddev", [&] { return sqrt(variance(x, axes, keepdims)); });
 }
 
 TensorSpec Cumsum::infer(Inputs in) const {

@@ -1,5 +1,6 @@
 #pragma once
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "tapeflow/core/tensor.hpp"
@@ -45,6 +46,18 @@ Tensor one_hot(const Tensor& indices, int64_t depth, double on_value = 1.0,
                double off_value = 0.0, DType dtype = float32);
 /** Elements of `params` at `indices` along `axis` (indices range-checked). */
 Tensor gather(const Tensor& params, const Tensor& indices, int64_t axis = 0);
+/**
+ * x repeated multiples[i] times along each axis i (tf.tile): one multiple
+ * per axis, each >= 0. Its gradient sums the copies.
+ */
+Tensor tile(const Tensor& x, const std::vector<int64_t>& multiples);
+/**
+ * x with paddings[i] = (before, after) elements of `constant_value` added
+ * around axis i (tf.pad, mode "CONSTANT"): one pair per axis, each >= 0.
+ */
+Tensor pad(const Tensor& x,
+           const std::vector<std::pair<int64_t, int64_t>>& paddings,
+           double constant_value = 0.0);
 /** Random permutation along axis 0 (repeatable under manual_seed). */
 Tensor shuffle(const Tensor& x);
 
