@@ -1,5 +1,6 @@
 // Index ops on the GPU. concat and slice_grad are strided copies into
-// views of their output (elementwise.cuh's launch, as Cast); gather and one_hot
+// views of their output, reverse one from a view of its input read back to
+// front (elementwise.cuh's launch, as Cast); gather and one_hot
 // take one thread per output element; gather_grad adds rows with atomicAdd, so
 // repeated indices sum in an order that varies from run to run: the one
 // nondeterministic kernel of the backend (float sums may differ in their last
@@ -21,21 +22,6 @@
 
 namespace tapeflow::cuda {
 namespace {
-
-/** Calls f(U{}) with the unsigned type of t's element size: copies need no
- * more than the bits. */
-template <class F>
-void dispatch_bits(DType t, const char* op, F&& f) {
-  if (is_string(t)) refuse_string(op);
-  switch (itemsize(t)) {
-    case 1:
-      return f(uint8_t{});
-    case 4:
-      return f(uint32_t{});
-    default:
-      return f(uint64_t{});
-  }
-}
 
 template <class U>
 struct CopyBody {
@@ -85,6 +71,11 @@ void concat(const Concat& op, Inputs in, const Outputs& outs) {
     copy_into(t, region(out, begin, t.shape()), op.name);
     begin[op.axis] += t.shape()[op.axis];
   }
+}
+
+void reverse(const Reverse& op, Inputs in, const Outputs& outs) {
+  if (outs[0].numel() == 0) return;
+  copy_into(op.source(in[0]), outs[0], op.name);
 }
 
 /** A tensor seen as (outer, axis, inner) blocks around one axis. */
@@ -220,6 +211,7 @@ void register_index(Registry& r) {
   constexpr auto gpu = DeviceType::cuda;
   r.set<SliceGrad>(gpu, slice_grad, "cuda");
   r.set<Concat>(gpu, concat, "cuda");
+  r.set<Reverse>(gpu, reverse, "cuda");
   r.set<Gather>(gpu, gather, "cuda");
   r.set<GatherGrad>(gpu, gather_grad, "cuda");
   r.set<OneHot>(gpu, one_hot, "cuda");

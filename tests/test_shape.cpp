@@ -302,6 +302,23 @@ TEST_CASE("tile and pad: OpCase rows") {
        {x},
        tpf::tensor(
            {{-1.0, 0.5, -1.25, 2.0, -1.0}, {-1.0, 1.5, 0.25, -0.75, -1.0}})},
+      {"pad_reflect",
+       [](const Ts& in) {
+         return tpf::pad(in[0], {{1, 1}, {2, 1}}, tpf::PadMode::reflect);
+       },
+       {x},
+       tpf::tensor({{-0.75, 0.25, 1.5, 0.25, -0.75, 0.25},
+                    {2.0, -1.25, 0.5, -1.25, 2.0, -1.25},
+                    {-0.75, 0.25, 1.5, 0.25, -0.75, 0.25},
+                    {2.0, -1.25, 0.5, -1.25, 2.0, -1.25}})},
+      {"pad_symmetric",
+       [](const Ts& in) {
+         return tpf::pad(in[0], {{1, 0}, {2, 3}}, tpf::PadMode::symmetric);
+       },
+       {x},
+       tpf::tensor({{-1.25, 0.5, 0.5, -1.25, 2.0, 2.0, -1.25, 0.5},
+                    {-1.25, 0.5, 0.5, -1.25, 2.0, 2.0, -1.25, 0.5},
+                    {0.25, 1.5, 1.5, 0.25, -0.75, -0.75, 0.25, 1.5}})},
   };
   for (const auto& c : cases) testing::run_op_case(c);
 }
@@ -362,4 +379,117 @@ TEST_CASE("tile and pad errors name the op, expected and actual") {
         (void)tpf::pad(tpf::from_strings({"a"}, {1}), {{1, 0}});
       },
       "[pad] expected a numeric dtype, got string");
+  testing::expect_error<tpf::ValueError>(
+      [&] {
+        (void)tpf::pad(x, {{0, 0}, {0, 3}}, tpf::PadMode::reflect);
+      },
+      "[pad] expected paddings <= 2 for axis 1 (extent 3, mode reflect), got "
+      "(0, 3)");
+  testing::expect_error<tpf::ValueError>(
+      [&] {
+        (void)tpf::pad(x, {{3, 0}, {0, 0}}, tpf::PadMode::symmetric);
+      },
+      "[pad] expected paddings <= 2 for axis 0 (extent 2, mode symmetric), "
+      "got (3, 0)");
+  testing::expect_error<tpf::ValueError>(
+      [&] {
+        (void)tpf::pad(tpf::zeros({0}), {{1, 0}}, tpf::PadMode::symmetric);
+      },
+      "[pad] expected paddings <= 0 for axis 0 (extent 0, mode symmetric)");
+}
+
+TEST_CASE("reverse: OpCase rows") {
+  const auto x = x23();  // {{0.5, -1.25, 2.0}, {1.5, 0.25, -0.75}}
+  const std::vector<OpCase> cases = {
+      {"reverse_columns",
+       [](const Ts& in) { return tpf::reverse(in[0], {1}); },
+       {x},
+       tpf::tensor({{2.0, -1.25, 0.5}, {-0.75, 0.25, 1.5}})},
+      {"reverse_rows",
+       [](const Ts& in) { return tpf::reverse(in[0], {0}) * in[0]; },
+       {x},
+       tpf::tensor({{0.75, -0.3125, -1.5}, {0.75, -0.3125, -1.5}})},
+      {"reverse_both_axes",
+       [](const Ts& in) {
+         return tpf::reverse(in[0], {0, -1});
+       },
+       {x},
+       tpf::tensor({{-0.75, 0.25, 1.5}, {2.0, -1.25, 0.5}})},
+  };
+  for (const auto& c : cases) testing::run_op_case(c);
+}
+
+TEST_CASE("reverse matches an index loop over ranks, layouts and dtypes") {
+  // (2, 3, 4) reversed along axes 0 and 2: out[i][j][k] = x[1-i][j][3-k].
+  const auto x =
+      tpf::reshape(tpf::arange(0.0, 24.0, 1.0, tpf::float32), {2, 3, 4});
+  const auto r = tpf::reverse(x, {2, 0}).to_vector<float>();
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 3; ++j)
+      for (int k = 0; k < 4; ++k)
+        CHECK(r[(i * 3 + j) * 4 + k] == float(((1 - i) * 3 + j) * 4 + 3 - k));
+  // A transposed input, its last axis strided.
+  const auto t = tpf::transpose(tpf::reshape(x, {6, 4}));  // (4, 6)
+  const auto rt = tpf::reverse(t, {1}).to_vector<float>();
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 6; ++j) CHECK(rt[i * 6 + j] == float((5 - j) * 4 + i));
+  // Long enough to be split over threads: a line, and whole rows.
+  const int64_t n = 100003;
+  const auto line =
+      tpf::reverse(tpf::arange(0.0, double(n), 1.0, tpf::int64), {0})
+          .to_vector<int64_t>();
+  bool line_ok = true;
+  for (int64_t i = 0; i < n; ++i) line_ok &= line[i] == n - 1 - i;
+  CHECK(line_ok);
+  const auto rows = tpf::reverse(
+      tpf::reshape(tpf::arange(0.0, 7000.0, 1.0, tpf::float64), {1000, 7}),
+      {0});
+  const auto rv = rows.to_vector<double>();
+  bool rows_ok = true;
+  for (int i = 0; i < 1000; ++i)
+    for (int j = 0; j < 7; ++j) rows_ok &= rv[i * 7 + j] == (999 - i) * 7 + j;
+  CHECK(rows_ok);
+  // Other dtypes, strings included.
+  CHECK(
+      tpf::reverse(tpf::tensor<int32_t>({1, 2, 3}), {0}).to_vector<int32_t>() ==
+      std::vector<int32_t>{3, 2, 1});
+  CHECK(tpf::reverse(tpf::tensor({true, false}), {0}).to_vector<uint8_t>() ==
+        std::vector<uint8_t>{0, 1});
+  CHECK(
+      tpf::reverse(tpf::from_strings({"a", "b", "c"}, {3}), {0}).to_strings() ==
+      std::vector<std::string>{"c", "b", "a"});
+  // No axes, extent-1 axes and empty tensors: the values as they are.
+  CHECK(tpf::reverse(x, {}).to_vector<float>() == x.to_vector<float>());
+  CHECK(tpf::reverse(tpf::ones({1, 3}), {0}).shape() == tpf::Shape{1, 3});
+  CHECK(tpf::reverse(tpf::zeros({0, 3}), {1}).shape() == tpf::Shape{0, 3});
+}
+
+TEST_CASE(
+    "pad mirrors strings and integers; its gradient adds mirrored edges") {
+  CHECK(tpf::pad(tpf::from_strings({"a", "b", "c"}, {3}), {{2, 1}},
+                 tpf::PadMode::reflect)
+            .to_strings() ==
+        std::vector<std::string>{"c", "b", "a", "b", "c", "b"});
+  CHECK(
+      tpf::pad(tpf::tensor<int32_t>({1, 2}), {{2, 2}}, tpf::PadMode::symmetric)
+          .to_vector<int32_t>() == std::vector<int32_t>{2, 1, 1, 2, 2, 1});
+  // [1 2 3] -> [3 2 1 2 3 2 1] weighted 0..6: x0 is at 2 and 6, x1 at 1, 3
+  // and 5, x2 at 0 and 4.
+  tpf::Variable w(tpf::tensor({1.0, 2.0, 3.0}));
+  tpf::GradientTape tape;
+  const auto y = tpf::sum(tpf::pad(w, {{2, 2}}, tpf::PadMode::reflect) *
+                          tpf::arange(0.0, 7.0, 1.0, tpf::float64));
+  CHECK_CLOSE(tape.gradient(y, {w})[0], tpf::tensor({8.0, 9.0, 4.0}));
+}
+
+TEST_CASE("reverse errors name the op, expected and actual") {
+  const auto x = tpf::ones({2, 3});
+  testing::expect_error<tpf::ValueError>(
+      [&] {
+        (void)tpf::reverse(x, {1, -1});
+      },
+      "[reverse] expected each axis once, got axis 1 more than once");
+  testing::expect_error<tpf::IndexError>(
+      [&] { (void)tpf::reverse(x, {2}); },
+      "[reverse] expected an axis in [-2, 2), got 2");
 }

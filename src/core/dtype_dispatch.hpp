@@ -62,4 +62,21 @@ decltype(auto) dispatch_floating(DType t, const char* op, F&& f) {
                              dtype_name(t));
 }
 
+/**
+ * The unsigned type of t's element size, for kernels that move bits and
+ * never read values (copies, gathers); `op` names a refused string_.
+ */
+template <class F>
+void dispatch_bits(DType t, const char* op, F&& f) {
+  switch (itemsize(t)) {
+    case 1:
+      return f(uint8_t{});
+    case 4:
+      return f(uint32_t{});
+    default:
+      if (is_string(t)) refuse_string(op);
+      return f(uint64_t{});
+  }
+}
+
 }  // namespace tapeflow

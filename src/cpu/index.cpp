@@ -1,5 +1,5 @@
-// Kernels that move data between layouts: slice_grad, concat, gather,
-// gather_grad (scatter-add) and one_hot.
+// Kernels that move data between layouts: slice_grad, concat, reverse,
+// gather, gather_grad (scatter-add) and one_hot.
 #include <cstring>
 
 #include "core/convert_value.hpp"
@@ -21,19 +21,20 @@ void zero(Tensor& out) {
 /** dst (any strides) = src, same dtype. */
 void copy_into(const Tensor& src, const Tensor& dst) {
   if (is_string(src.dtype())) return strings::copy(src, dst);
-  const size_t bytes = itemsize(src.dtype());
-  const char* s = static_cast<const char*>(src.raw_data());
-  char* d = static_cast<char*>(dst.raw_data());
-  run_elementwise<2>(
-      dst, {&src}, [&](const auto& off, int64_t n, const auto& st) {
-        if (st[0] == 1 && st[1] == 1) {
-          std::memcpy(d + off[0] * bytes, s + off[1] * bytes, n * bytes);
-          return;
-        }
-        for (int64_t i = 0; i < n; ++i)
-          std::memcpy(d + (off[0] + i * st[0]) * bytes,
-                      s + (off[1] + i * st[1]) * bytes, bytes);
-      });
+  dispatch_bits(src.dtype(), "copy", [&](auto tag) {
+    using U = decltype(tag);
+    const U* s = static_cast<const U*>(src.raw_data());
+    U* d = static_cast<U*>(dst.raw_data());
+    run_elementwise<2>(dst, {&src},
+                       [&](const auto& off, int64_t n, const auto& st) {
+                         if (st[0] == 1 && st[1] == 1) {
+                           std::memcpy(d + off[0], s + off[1], n * sizeof(U));
+                           return;
+                         }
+                         for (int64_t i = 0; i < n; ++i)
+                           d[off[0] + i * st[0]] = s[off[1] + i * st[1]];
+                       });
+  });
 }
 
 /** out's region starting at `begin` with `shape`, as a strided view. */
@@ -58,6 +59,11 @@ void concat(const Concat& op, Inputs in, const Outputs& outs) {
     copy_into(t, region(out, begin, t.shape()));
     begin[op.axis] += t.shape()[op.axis];
   }
+}
+
+void reverse(const Reverse& op, Inputs in, const Outputs& outs) {
+  if (outs[0].numel() == 0) return;
+  copy_into(op.source(in[0]), outs[0]);
 }
 
 /** Indices as int64 after a bounds check against `limit`. */
@@ -157,6 +163,7 @@ void register_index(Registry& r) {
   constexpr auto cpu = DeviceType::cpu;
   r.set<SliceGrad>(cpu, slice_grad, "cpu");
   r.set<Concat>(cpu, concat, "cpu");
+  r.set<Reverse>(cpu, reverse, "cpu");
   r.set<Gather>(cpu, gather, "cpu");
   r.set<GatherGrad>(cpu, gather_grad, "cpu");
   r.set<OneHot>(cpu, one_hot, "cpu");

@@ -1,5 +1,6 @@
-// Ops that copy between layouts: concat, gather, one_hot, shuffle.
+// Ops that copy between layouts: concat, gather, one_hot, reverse, shuffle.
 #include "core/checked.hpp"
+#include "core/creation_internal.hpp"
 #include "ops/apply.hpp"
 #include "ops/axes.hpp"
 #include "ops/shape_ops.hpp"
@@ -94,6 +95,34 @@ TensorSpec OneHot::infer(Inputs in) const {
   Shape s = in[0].shape();
   s.push_back(depth);
   return {s, dtype};
+}
+
+Tensor reverse(const Tensor& x, const std::vector<int64_t>& axes) {
+  Shape moving;
+  std::vector<bool> named(x.rank(), false);
+  for (const int64_t axis : axes) {
+    const int64_t a = normalize_axis(axis, x.rank(), "reverse");
+    if (named[a])
+      throw op_error<ValueError>("reverse",
+                                 "expected each axis once, got axis ", a,
+                                 " more than once");
+    named[a] = true;
+    if (x.shape()[a] > 1) moving.push_back(a);
+  }
+  if (moving.empty()) return value_of(x);
+  return apply(Reverse{moving}, {x});
+}
+Grads Reverse::vjp(const VjpArgs& a) const {
+  return {apply(Reverse{axes}, {a.grad})};
+}
+Tensor Reverse::source(const Tensor& x) const {
+  Shape strides = x.strides();
+  int64_t offset = x.offset();
+  for (const int64_t a : axes) {
+    offset += (x.shape()[a] - 1) * strides[a];
+    strides[a] = -strides[a];
+  }
+  return make_view(x, x.shape(), strides, offset);
 }
 
 }  // namespace tapeflow

@@ -68,6 +68,23 @@ struct GatherGrad {
   TensorSpec infer(Inputs in) const { return {params_shape, in[1].dtype()}; }
   Grads vjp(const VjpArgs& a) const;
 };
+/**
+ * x with the order of its elements reversed along `axes` (tf.reverse): a
+ * copy of source(x), the view that reads x back to front along them.
+ */
+struct Reverse {
+  static constexpr const char* name = "reverse";
+  static constexpr bool strings = true;
+  static constexpr int save = kSaveNothing;
+  Shape axes;  // distinct, each with an extent above 1
+  TensorSpec infer(Inputs in) const { return {in[0].shape(), in[0].dtype()}; }
+  Grads vjp(const VjpArgs& a) const;
+  /**
+   * x seen from its last element back along the axes: a view with negative
+   * strides, for the kernels' strided copy only (no public tensor has them).
+   */
+  Tensor source(const Tensor& x) const;
+};
 struct OneHot {
   static constexpr const char* name = "one_hot";
   int64_t depth;

@@ -1,6 +1,7 @@
-// tile and pad: composites of broadcast_to, reshape and concat, so every
-// device that has those kernels has these, and their gradients are those
-// ops' (a sum over the copies, a slice of the padded gradient).
+// tile and pad: composites of broadcast_to, reshape, slice, reverse and
+// concat, so every device that has those kernels has these, and their
+// gradients are those ops' (a sum over the copies, a slice of the padded
+// gradient, mirrored edges added back where they came from).
 #include "core/dtype_dispatch.hpp"
 #include "core/op_error.hpp"
 #include "ops/composite.hpp"
@@ -17,6 +18,29 @@ int64_t checked_extent(int64_t a, int64_t b, const char* op) {
     throw op_error<ValueError>(op, "expected an extent below 2^63, got ", a,
                                " * ", b);
   return product;
+}
+
+const char* mode_name(PadMode mode) {
+  return mode == PadMode::reflect ? "reflect" : "symmetric";
+}
+
+/**
+ * The `count` elements pad puts before (or `after`) x along `axis`: the
+ * constant, or x's edge mirrored, without the edge element (reflect) or
+ * with it (symmetric).
+ */
+Tensor edge(const Tensor& x, int64_t axis, int64_t count, bool after,
+            PadMode mode, double constant_value) {
+  if (mode == PadMode::constant) {
+    Shape shape = x.shape();
+    shape[axis] = count;
+    return full(shape, constant_value, x.dtype(), x.device());
+  }
+  const int64_t skip = mode == PadMode::reflect ? 1 : 0;
+  std::vector<int64_t> begin(x.rank(), 0), size(x.rank(), -1);
+  begin[axis] = after ? x.shape()[axis] - count - skip : skip;
+  size[axis] = count;
+  return reverse(slice(x, begin, size), {axis});
 }
 
 }  // namespace
@@ -48,7 +72,13 @@ Tensor tile(const Tensor& x, const std::vector<int64_t>& multiples) {
 Tensor pad(const Tensor& x,
            const std::vector<std::pair<int64_t, int64_t>>& paddings,
            double constant_value) {
-  if (is_string(x.dtype())) refuse_string("pad");
+  return pad(x, paddings, PadMode::constant, constant_value);
+}
+
+Tensor pad(const Tensor& x,
+           const std::vector<std::pair<int64_t, int64_t>>& paddings,
+           PadMode mode, double constant_value) {
+  if (mode == PadMode::constant && is_string(x.dtype())) refuse_string("pad");
   if (static_cast<int64_t>(paddings.size()) != x.rank())
     throw op_error<ValueError>("pad", "expected ", x.rank(),
                                " (before, after) pairs (x's rank), got ",
@@ -59,6 +89,14 @@ Tensor pad(const Tensor& x,
     if (before < 0 || after < 0)
       throw op_error<ValueError>("pad", "expected paddings >= 0, got (", before,
                                  ", ", after, ") for axis ", i);
+    if (mode != PadMode::constant) {
+      const int64_t most = x.shape()[i] - (mode == PadMode::reflect ? 1 : 0);
+      if (before > most || after > most)
+        throw op_error<ValueError>("pad", "expected paddings <= ", most,
+                                   " for axis ", i, " (extent ", x.shape()[i],
+                                   ", mode ", mode_name(mode), "), got (",
+                                   before, ", ", after, ")");
+    }
     int64_t extent = x.shape()[i];
     if (__builtin_add_overflow(extent, before, &extent) ||
         __builtin_add_overflow(extent, after, &extent))
@@ -73,16 +111,11 @@ Tensor pad(const Tensor& x,
       const auto [before, after] = paddings[i];
       if (before == 0 && after == 0) continue;
       std::vector<Tensor> parts;
-      Shape edge = out.shape();
-      if (before > 0) {
-        edge[i] = before;
-        parts.push_back(full(edge, constant_value, x.dtype(), x.device()));
-      }
+      if (before > 0)
+        parts.push_back(edge(out, i, before, false, mode, constant_value));
       parts.push_back(out);
-      if (after > 0) {
-        edge[i] = after;
-        parts.push_back(full(edge, constant_value, x.dtype(), x.device()));
-      }
+      if (after > 0)
+        parts.push_back(edge(out, i, after, true, mode, constant_value));
       out = concat(parts, i);
     }
     return out;

@@ -51,6 +51,12 @@ Tensor gather(const Tensor& params, const Tensor& indices, int64_t axis = 0);
  * per axis, each >= 0. Its gradient sums the copies.
  */
 Tensor tile(const Tensor& x, const std::vector<int64_t>& multiples);
+/** What pad puts around an axis (tf.pad's modes). */
+enum class PadMode {
+  constant,   // constant_value
+  reflect,    // the edge mirrored without itself: [1 2 3] -> 3 2 [1 2 3] 2 1
+  symmetric,  // the edge mirrored with itself:    [1 2 3] -> 2 1 [1 2 3] 3 2
+};
 /**
  * x with paddings[i] = (before, after) elements of `constant_value` added
  * around axis i (tf.pad, mode "CONSTANT"): one pair per axis, each >= 0.
@@ -58,6 +64,19 @@ Tensor tile(const Tensor& x, const std::vector<int64_t>& multiples);
 Tensor pad(const Tensor& x,
            const std::vector<std::pair<int64_t, int64_t>>& paddings,
            double constant_value = 0.0);
+/**
+ * pad in any mode. A mirrored axis takes at most extent - 1 elements per
+ * side (reflect) or extent (symmetric), as TF; strings pad in those modes.
+ */
+Tensor pad(const Tensor& x,
+           const std::vector<std::pair<int64_t, int64_t>>& paddings,
+           PadMode mode, double constant_value = 0.0);
+/**
+ * x with its elements in reverse order along each of `axes` (tf.reverse,
+ * torch.flip): a copy, every axis named once, negative axes counted from
+ * the end. Its gradient reverses the output gradient the same way.
+ */
+Tensor reverse(const Tensor& x, const std::vector<int64_t>& axes);
 /** Random permutation along axis 0 (repeatable under manual_seed). */
 Tensor shuffle(const Tensor& x);
 
