@@ -166,6 +166,7 @@ void register_optim_updates(Registry& r);
 void register_index(Registry& r);
 void register_arg_reduce(Registry& r);
 void register_scan(Registry& r);
+void register_sort(Registry& r);
 void register_linalg(Registry& r);
 void register_fractional_pool(Registry& r);
 void register_conv(Registry& r);
@@ -191,6 +192,7 @@ extern "C" void tapeflow_register_cuda(tapeflow::Registry* r) {
   tapeflow::cuda::register_index(*r);
   tapeflow::cuda::register_arg_reduce(*r);
   tapeflow::cuda::register_scan(*r);
+  tapeflow::cuda::register_sort(*r);
   tapeflow::cuda::register_linalg(*r);
   tapeflow::cuda::register_fractional_pool(*r);
   tapeflow::cuda::register_conv(*r);

@@ -1,11 +1,13 @@
 // White-box: the math of the CUDA kernels that gather, merge and split
 // (pool and fractional-pool gradients gathered per input element, argmax and
 // argmin merged in a warp tree, batch norm's channel x split grid and
-// coefficients), compiled here by g++, against the CPU kernels' outputs.
+// coefficients, argsort's merge passes), compiled here by g++, against the
+// CPU kernels' outputs.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <numeric>
 #include <random>
 #include <type_traits>
 #include <utility>
@@ -18,6 +20,7 @@
 #include "core/philox.hpp"
 #include "core/pool_gather.hpp"
 #include "core/pool_window.hpp"
+#include "core/sort_order.hpp"
 #include "core/welford.hpp"
 #include "cpu/nn_direct.hpp"
 #include "ops/apply.hpp"
@@ -335,5 +338,48 @@ TEST_CASE("fractional pool gradients gathered per element equal the CPU's") {
     for (int64_t r = 0; r < 4; ++r)
       for (int64_t oc = 0; oc < 5; ++oc) pairs += rows.size(r) * cols.size(oc);
     CHECK(covered == pairs * shape[0] * c);
+  }
+}
+
+TEST_CASE("argsort's merge passes give the CPU's stable sort") {
+  // The CUDA kernel's passes run here one entry at a time, each pass into a
+  // fresh buffer, over lines that hold ties, signed zeros and NaN.
+  std::mt19937 gen(7);
+  std::uniform_int_distribution<int> pick(0, 5);
+  for (const int64_t n : {1, 2, 3, 5, 8, 13, 64, 100, 777}) {
+    std::vector<float> values(n);
+    for (float& v : values) {
+      const int k = pick(gen);
+      v = k == 0   ? std::numeric_limits<float>::quiet_NaN()
+          : k == 1 ? -0.0f
+                   : float(k % 3);
+    }
+    for (const bool descending : {false, true}) {
+      CAPTURE(n);
+      CAPTURE(descending);
+      std::vector<float> keys = values;
+      std::vector<int64_t> positions(n);
+      std::iota(positions.begin(), positions.end(), int64_t{0});
+      for (int64_t width = 1; width < n; width *= 2) {
+        std::vector<float> next_keys(n);
+        std::vector<int64_t> next_positions(n, -1);
+        for (int64_t p = 0; p < n; ++p) {
+          const int64_t to = tpf::merged_position(keys.data(), positions.data(),
+                                                  n, p, width, descending);
+          REQUIRE(next_positions[to] == -1);  // no two entries in one place
+          next_keys[to] = keys[p];
+          next_positions[to] = positions[p];
+        }
+        keys.swap(next_keys);
+        positions.swap(next_positions);
+      }
+      std::vector<int64_t> expected(n);
+      std::iota(expected.begin(), expected.end(), int64_t{0});
+      std::stable_sort(
+          expected.begin(), expected.end(), [&](int64_t a, int64_t b) {
+            return tpf::sorts_before(values[a], values[b], descending);
+          });
+      CHECK(positions == expected);
+    }
   }
 }

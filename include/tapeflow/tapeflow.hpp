@@ -23,5 +23,6 @@
 #include "tapeflow/ops/math.hpp"
 #include "tapeflow/ops/reduce.hpp"
 #include "tapeflow/ops/shape.hpp"
+#include "tapeflow/ops/sort.hpp"
 #include "tapeflow/optim.hpp"
 #include "tapeflow/strings.hpp"

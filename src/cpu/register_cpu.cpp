@@ -7,6 +7,7 @@ void register_binary(Registry& r);
 void register_fill(Registry& r);
 void register_reduce(Registry& r);
 void register_scan(Registry& r);
+void register_sort(Registry& r);
 void register_index(Registry& r);
 void register_matmul(Registry& r);
 void register_linalg(Registry& r);
@@ -25,6 +26,7 @@ void register_cpu(Registry& r) {
   cpu::register_fill(r);
   cpu::register_reduce(r);
   cpu::register_scan(r);
+  cpu::register_sort(r);
   cpu::register_index(r);
   cpu::register_matmul(r);
   cpu::register_linalg(r);

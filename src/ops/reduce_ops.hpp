@@ -62,4 +62,15 @@ struct ArgMin : ArgReduce {
   static constexpr const char* name = "argmin";
 };
 
+/**
+ * The int64 positions that sort x along `axis` (core/sort_order.hpp's
+ * order: stable, NaN last ascending and first descending); no gradient.
+ */
+struct ArgSort {
+  static constexpr const char* name = "argsort";
+  int64_t axis;
+  bool descending = false;
+  TensorSpec infer(Inputs in) const { return {in[0].shape(), int64}; }
+};
+
 }  // namespace tapeflow
