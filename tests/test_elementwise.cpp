@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <numeric>
 #include <string>
 
 #include "support/check.hpp"
@@ -447,4 +448,37 @@ TEST_CASE("degenerate inputs: OpCase rows") {
           {tpf::tensor({kNan, -3.0, 0.5})}, tpf::tensor({kNan, -1.0, 0.5})),
   };
   for (const auto& c : cases) testing::run_op_case(c);
+}
+
+TEST_CASE("transposed inputs of large planes walk tiles: values as a loop") {
+  // Planes of 70 x 100 and 129 x 65 (partial tiles at both edges), read
+  // across their contiguous axis: add, a copy and a where of three operands.
+  for (const tpf::Shape& shape :
+       {tpf::Shape{3, 100, 70}, tpf::Shape{65, 129}}) {
+    CAPTURE(shape.str());
+    const int64_t rank = shape.size();
+    const int64_t rows = shape[rank - 1], cols = shape[rank - 2];
+    const int64_t planes = shape.numel() / (rows * cols);
+    const auto a = tpf::reshape(
+        tpf::arange(0.0, double(shape.numel()), 1.0, tpf::float64), shape);
+    std::vector<int64_t> perm(rank);
+    std::iota(perm.begin(), perm.end(), int64_t{0});
+    std::swap(perm[rank - 1], perm[rank - 2]);
+    const auto t = tpf::transpose(a, perm);  // (..., rows, cols), strided
+    const auto b = tpf::full(t.shape(), 0.5, tpf::float64);
+    const auto sum = (t + b).to_vector<double>();
+    const auto copy = tpf::cast(t, tpf::float32).to_vector<float>();
+    const auto picked =
+        tpf::where(t > b, t, b * 2.0).to_vector<double>();  // t >= 0
+    bool ok = true;
+    for (int64_t p = 0; p < planes; ++p)
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < cols; ++j) {
+          const double v = double((p * cols + j) * rows + i);
+          const int64_t at = (p * rows + i) * cols + j;
+          ok &= sum[at] == v + 0.5 && copy[at] == float(v) &&
+                picked[at] == (v > 0.5 ? v : 1.0);
+        }
+    CHECK(ok);
+  }
 }
