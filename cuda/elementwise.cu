@@ -253,12 +253,18 @@ void register_elementwise(Registry& r) {
   r.set<Log1p>(gpu, floating_unary<Log1p, Log1pF>, "cuda");
   r.set<Erf>(gpu, floating_unary<Erf, ErfF>, "cuda");
   r.set<Atan>(gpu, floating_unary<Atan, AtanF>, "cuda");
+  r.set<Floor>(gpu, floating_unary<Floor, FloorF>, "cuda");
+  r.set<Ceil>(gpu, floating_unary<Ceil, CeilF>, "cuda");
+  r.set<Round>(gpu, floating_unary<Round, RoundF>, "cuda");
   r.set<LogicalNot>(gpu, logical_not, "cuda");
   r.set<Add>(gpu, arithmetic<Add, AddF>, "cuda");
   r.set<Sub>(gpu, arithmetic<Sub, SubF>, "cuda");
   r.set<Mul>(gpu, arithmetic<Mul, MulF>, "cuda");
   r.set<Div>(gpu, floating_binary<Div, DivF>, "cuda");
   r.set<Pow>(gpu, floating_binary<Pow, PowF>, "cuda");
+  r.set<FloorDiv>(gpu, arithmetic<FloorDiv, FloorDivF>, "cuda");
+  r.set<FloorMod>(gpu, arithmetic<FloorMod, FloorModF>, "cuda");
+  r.set<Atan2>(gpu, floating_binary<Atan2, Atan2F>, "cuda");
   r.set<Minimum>(gpu, arithmetic<Minimum, MinF>, "cuda");
   r.set<Maximum>(gpu, arithmetic<Maximum, MaxF>, "cuda");
   r.set<ReluGrad>(gpu, arithmetic<ReluGrad, ReluGradF>, "cuda");

@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "core/floor_division.hpp"
+
 namespace tapeflow::cuda {
 
 template <class T>
@@ -46,108 +48,55 @@ TPF_DEVICE_UNARY(ErfF, erf(a));
 // NaN stays NaN, as in PyTorch and on the CPU.
 TPF_DEVICE_UNARY(ReluF, a <= T(0) ? T(0) : a);
 TPF_DEVICE_UNARY(AtanF, atan(a));
+TPF_DEVICE_UNARY(FloorF, ::floor(a));
+TPF_DEVICE_UNARY(CeilF, ::ceil(a));
+// rint rounds ties to even, as the CPU's nearbyint.
+TPF_DEVICE_UNARY(RoundF, ::rint(a));
+/**
+ * A binary device functor in one line: TPF_DEVICE_BINARY(AddF, a, b, a + b)
+ * makes AddF, whose call computes the expression of operands a and b of any
+ * element type T; TPF_DEVICE_PREDICATE(EqF, a == b) one giving a bool byte.
+ */
+#define TPF_DEVICE_BINARY(Name, a, b, expr)   \
+  struct Name {                               \
+    template <class T>                        \
+    __device__ T operator()(T a, T b) const { \
+      return expr;                            \
+    }                                         \
+  }
+#define TPF_DEVICE_PREDICATE(Name, expr)            \
+  struct Name {                                     \
+    template <class T>                              \
+    __device__ uint8_t operator()(T a, T b) const { \
+      return expr;                                  \
+    }                                               \
+  }
+
 struct NotF {
   __device__ uint8_t operator()(uint8_t a) const { return !a; }
 };
 
-struct AddF {
-  template <class T>
-  __device__ T operator()(T a, T b) const {
-    return a + b;
-  }
-};
-struct SubF {
-  template <class T>
-  __device__ T operator()(T a, T b) const {
-    return a - b;
-  }
-};
-struct MulF {
-  template <class T>
-  __device__ T operator()(T a, T b) const {
-    return a * b;
-  }
-};
-struct DivF {
-  template <class T>
-  __device__ T operator()(T a, T b) const {
-    return a / b;
-  }
-};
-struct TanhGradF {
-  template <class T>
-  __device__ T operator()(T y, T g) const {
-    return g * (T(1) - y * y);
-  }
-};
-struct SigmoidGradF {
-  template <class T>
-  __device__ T operator()(T y, T g) const {
-    return g * y * (T(1) - y);
-  }
-};
-struct PowF {
-  template <class T>
-  __device__ T operator()(T a, T b) const {
-    return pow(a, b);
-  }
-};
+TPF_DEVICE_BINARY(AddF, a, b, a + b);
+TPF_DEVICE_BINARY(SubF, a, b, a - b);
+TPF_DEVICE_BINARY(MulF, a, b, (a * b));
+TPF_DEVICE_BINARY(DivF, a, b, a / b);
+TPF_DEVICE_BINARY(FloorDivF, a, b, floor_div(a, b));
+TPF_DEVICE_BINARY(FloorModF, a, b, floor_mod(a, b));
+TPF_DEVICE_BINARY(Atan2F, y, x, ::atan2(y, x));
+TPF_DEVICE_BINARY(TanhGradF, y, g, (g * (T(1) - y * y)));
+TPF_DEVICE_BINARY(SigmoidGradF, y, g, (g * y * (T(1) - y)));
+TPF_DEVICE_BINARY(PowF, a, b, pow(a, b));
 // max and min are NaN when either operand is (docs/architecture.md, "NaN").
-struct MinF {
-  template <class T>
-  __device__ T operator()(T a, T b) const {
-    return a < b || a != a ? a : b;
-  }
-};
-struct ReluGradF {
-  template <class T>
-  __device__ T operator()(T y, T g) const {
-    return y <= T(0) ? T(0) : g;
-  }
-};
-struct MaxF {
-  template <class T>
-  __device__ T operator()(T a, T b) const {
-    return a > b || a != a ? a : b;
-  }
-};
+TPF_DEVICE_BINARY(MinF, a, b, a < b || a != a ? a : b);
+TPF_DEVICE_BINARY(ReluGradF, y, g, y <= T(0) ? T(0) : g);
+TPF_DEVICE_BINARY(MaxF, a, b, a > b || a != a ? a : b);
 
-struct EqF {
-  template <class T>
-  __device__ uint8_t operator()(T a, T b) const {
-    return a == b;
-  }
-};
-struct NeF {
-  template <class T>
-  __device__ uint8_t operator()(T a, T b) const {
-    return a != b;
-  }
-};
-struct LtF {
-  template <class T>
-  __device__ uint8_t operator()(T a, T b) const {
-    return a < b;
-  }
-};
-struct LeF {
-  template <class T>
-  __device__ uint8_t operator()(T a, T b) const {
-    return a <= b;
-  }
-};
-struct GtF {
-  template <class T>
-  __device__ uint8_t operator()(T a, T b) const {
-    return a > b;
-  }
-};
-struct GeF {
-  template <class T>
-  __device__ uint8_t operator()(T a, T b) const {
-    return a >= b;
-  }
-};
+TPF_DEVICE_PREDICATE(EqF, a == b);
+TPF_DEVICE_PREDICATE(NeF, a != b);
+TPF_DEVICE_PREDICATE(LtF, a < b);
+TPF_DEVICE_PREDICATE(LeF, a <= b);
+TPF_DEVICE_PREDICATE(GtF, a > b);
+TPF_DEVICE_PREDICATE(GeF, a >= b);
 struct AndF {
   __device__ uint8_t operator()(uint8_t a, uint8_t b) const { return a && b; }
 };

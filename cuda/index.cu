@@ -9,6 +9,7 @@
 // IndexError the CPU throws at once. one_hot, as on the CPU, writes an
 // out-of-range index as a row of off_value.
 #include <cstdint>
+#include <type_traits>
 
 #include "check.hpp"
 #include "context.hpp"
@@ -116,6 +117,19 @@ __global__ void gather_kernel(Blocks b, int64_t n, const U* params,
   }
 }
 
+/**
+ * *p += v atomically for every numeric dtype: int64 through its unsigned
+ * twin, whose sum wraps as two's complement does.
+ */
+template <class T>
+__device__ void atomic_add(T* p, T v) {
+  if constexpr (std::is_same_v<T, int64_t>)
+    atomicAdd(reinterpret_cast<unsigned long long*>(p),
+              static_cast<unsigned long long>(v));
+  else
+    atomicAdd(p, v);
+}
+
 /** out (outer, axis, inner) += g (outer, n, inner) at idx along axis. */
 template <class T, class I>
 __global__ void gather_grad_kernel(Blocks b, int64_t n, const T* g,
@@ -127,7 +141,7 @@ __global__ void gather_grad_kernel(Blocks b, int64_t n, const T* g,
     const int64_t j = k % n, o = k / n;
     const int64_t at = static_cast<int64_t>(idx[j]);
     if (!check.valid(at)) continue;
-    atomicAdd(out + (o * b.axis + at) * b.inner + e, g[i]);
+    atomic_add(out + (o * b.axis + at) * b.inner + e, g[i]);
   }
 }
 
@@ -173,7 +187,7 @@ void gather_grad(const GatherGrad& op, Inputs in, const Outputs& outs) {
   const int device = out.device().index;
   const DeferredIndexCheck check =
       deferred_index_check(device, op.name, 0, b.axis);
-  dispatch_floating(g.dtype(), op.name, [&](auto tag) {
+  dispatch_numeric(g.dtype(), op.name, [&](auto tag) {
     using T = decltype(tag);
     dispatch_index(indices.dtype(), op.name, [&](auto index) {
       using I = decltype(index);

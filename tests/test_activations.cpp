@@ -6,6 +6,7 @@
 
 #include "support/check.hpp"
 
+using testing::map1;
 using testing::OpCase;
 using Ts = std::vector<tpf::Tensor>;
 namespace nn = tpf::nn;
@@ -14,12 +15,6 @@ namespace {
 
 tpf::Tensor x23() {
   return tpf::tensor({{0.5, -1.25, 2.0}, {1.5, 0.25, -0.75}});
-}
-
-tpf::Tensor map1(const tpf::Tensor& x, double (*ref)(double)) {
-  auto v = x.to_vector<double>();
-  for (auto& e : v) e = ref(e);
-  return tpf::from_vector(v, x.shape());
 }
 
 OpCase act(const char* name, tpf::Tensor (*f)(const tpf::Tensor&),

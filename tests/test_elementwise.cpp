@@ -9,27 +9,13 @@
 #include "support/check.hpp"
 #include "support/fixed_threads.hpp"
 
+using testing::map1;
+using testing::map2;
 using testing::OpCase;
 using testing::uniform64;
 using Ts = std::vector<tpf::Tensor>;
 
 namespace {
-
-/** Reference result: `ref` applied to each element of x on the host. */
-tpf::Tensor map1(const tpf::Tensor& x, double (*ref)(double)) {
-  auto v = x.to_vector<double>();
-  for (auto& e : v) e = ref(e);
-  return tpf::from_vector(v, x.shape());
-}
-
-/** Reference for a binary op with b broadcast as (1, n) against a (m, n). */
-tpf::Tensor map2(const tpf::Tensor& a, const tpf::Tensor& b,
-                 double (*ref)(double, double)) {
-  auto va = a.to_vector<double>();
-  const auto vb = b.to_vector<double>();
-  for (size_t i = 0; i < va.size(); ++i) va[i] = ref(va[i], vb[i % vb.size()]);
-  return tpf::from_vector(va, a.shape());
-}
 
 tpf::Tensor x23() {
   return tpf::tensor({{0.5, -1.25, 2.0}, {1.5, 0.25, -0.75}});

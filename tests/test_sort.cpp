@@ -9,6 +9,7 @@
 #include "support/check.hpp"
 #include "support/device.hpp"
 
+using testing::all_devices;
 using testing::degenerate;
 using testing::kNan;
 using testing::OpCase;
@@ -18,14 +19,6 @@ namespace {
 
 tpf::Tensor x23() {
   return tpf::tensor({{0.5, -1.25, 2.0}, {1.5, 0.25, -0.75}});
-}
-
-/** The CPU and the devices the OpCase tables run on. */
-std::vector<tpf::Device> all_devices() {
-  std::vector<tpf::Device> devices = {tpf::Device::cpu()};
-  for (const tpf::Device& d : testing::test_devices().devices)
-    devices.push_back(d);
-  return devices;
 }
 
 /**

@@ -62,7 +62,7 @@ source tools/gpu_check_ab.sh
 
 # The OpCase tables and the other suites that run ops on a device.
 suites=(tensor elementwise reduce shape linalg activations pool norm conv conv_relu
-        fractional_pool nn_generic layers optim precision nan hardening sort
+        fractional_pool nn_generic layers optim precision nan hardening sort rounding scatter
         placement device_memory data_device dlpack profiler)
 
 # pack's build options, for meson setup and, on an existing build, configure.

@@ -22,6 +22,7 @@
 #include "tapeflow/ops/linalg.hpp"
 #include "tapeflow/ops/math.hpp"
 #include "tapeflow/ops/reduce.hpp"
+#include "tapeflow/ops/scatter.hpp"
 #include "tapeflow/ops/shape.hpp"
 #include "tapeflow/ops/sort.hpp"
 #include "tapeflow/optim.hpp"

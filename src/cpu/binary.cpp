@@ -77,6 +77,9 @@ void register_binary(Registry& r) {
   r.set<Mul>(cpu, arithmetic<Mul, MulF>, "xsimd");
   r.set<Div>(cpu, floating<Div, DivF>, "xsimd");
   r.set<Pow>(cpu, floating<Pow, PowF>, "xsimd");
+  r.set<FloorDiv>(cpu, arithmetic<FloorDiv, FloorDivF>, "xsimd");
+  r.set<FloorMod>(cpu, arithmetic<FloorMod, FloorModF>, "xsimd");
+  r.set<Atan2>(cpu, floating<Atan2, Atan2F>, "xsimd");
   r.set<Minimum>(cpu, arithmetic<Minimum, MinF>, "xsimd");
   r.set<Maximum>(cpu, arithmetic<Maximum, MaxF>, "xsimd");
   r.set<ReluGrad>(cpu, arithmetic<ReluGrad, ReluGradF>, "xsimd");

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <type_traits>
 
+#include "core/floor_division.hpp"
+#include "cpu/floor_division_batch.hpp"
 #include "cpu/xsimd_config.hpp"
 
 namespace tapeflow::cpu {
@@ -78,6 +80,21 @@ struct SigmoidGradF {
     return g * y * (T(1) - y);
   }
 };
+/** f(a, b) of a scalar function f, lane by lane for batches. */
+template <class T, class F>
+T per_lane(const T& a, const T& b, F f) {
+  if constexpr (std::is_arithmetic_v<T>) {
+    return f(a, b);
+  } else {
+    using V = typename T::value_type;
+    alignas(64) V va[T::size], vb[T::size];
+    a.store_aligned(va);
+    b.store_aligned(vb);
+    for (size_t i = 0; i < T::size; ++i) va[i] = f(va[i], vb[i]);
+    return T::load_aligned(va);
+  }
+}
+
 /**
  * a^b by std::pow, lane by lane. xsimd's batch pow is exp(b log a) in the
  * batch's precision: it misses IEEE's special cases (0^0 = 1, 0^-1 = inf,
@@ -90,20 +107,55 @@ struct SigmoidGradF {
 struct PowF {
   template <class T>
   T operator()(const T& a, const T& b) const {
-    if constexpr (std::is_arithmetic_v<T>) {
+    // The common constant exponent, a whole batch of it at vector speed.
+    if constexpr (!std::is_arithmetic_v<T>)
+      if (xsimd::all(b == T(2))) return a * a;
+    return per_lane(a, b, [](auto x, auto y) {
       // x^2 is x * x wherever it lands (batch, tail, strided row): glibc's
       // pow is not correctly rounded and differs from x * x on exact ties.
-      return b == T(2) ? a * a : std::pow(a, b);
-    } else {
-      using V = typename T::value_type;
-      // The common constant exponent, a whole batch of it at vector speed.
-      if (xsimd::all(b == T(2))) return a * a;
-      alignas(64) V va[T::size], vb[T::size];
-      a.store_aligned(va);
-      b.store_aligned(vb);
-      for (size_t i = 0; i < T::size; ++i) va[i] = (*this)(va[i], vb[i]);
-      return T::load_aligned(va);
+      return y == decltype(y)(2) ? x * x : std::pow(x, y);
+    });
+  }
+};
+/**
+ * Floor division and its remainder (core/floor_division.hpp): float batches
+ * in the vector (cpu/floor_division_batch.hpp), integer lanes divide one at
+ * a time anyway.
+ */
+struct FloorDivF {
+  template <class T>
+  T operator()(const T& a, const T& b) const {
+    if constexpr (std::is_arithmetic_v<T>)
+      return floor_div(a, b);
+    else
+      return batch_floor_div(a, b);
+  }
+};
+struct FloorModF {
+  template <class T>
+  T operator()(const T& a, const T& b) const {
+    if constexpr (std::is_arithmetic_v<T>)
+      return floor_mod(a, b);
+    else
+      return batch_floor_mod(a, b);
+  }
+};
+/**
+ * atan2(y, x), inputs in that order. xsimd's batch atan2 is atan(|y / x|)
+ * folded into the quadrant: NaN where y / x is (both zero, both infinite), so
+ * batches holding such a lane go to std::atan2 (atan2(0, -0) = pi, atan2(inf,
+ * inf) = pi / 4).
+ */
+struct Atan2F {
+  template <class T>
+  T operator()(const T& y, const T& x) const {
+    if constexpr (!std::is_arithmetic_v<T>) {
+      const auto no_ratio =
+          ((y == T(0)) & (x == T(0))) | (xsimd::isinf(y) & xsimd::isinf(x));
+      if (!xsimd::any(no_ratio)) [[likely]]
+        return xsimd::atan2(y, x);
     }
+    return per_lane(y, x, [](auto a, auto b) { return std::atan2(a, b); });
   }
 };
 /** a where `take_a` holds, else b: ?: for scalars, select for batches. */

@@ -6,6 +6,7 @@
 #include "core/creation_internal.hpp"
 #include "core/dtype_dispatch.hpp"
 #include "core/op_error.hpp"
+#include "cpu/functors.hpp"
 #include "cpu/strided_loop.hpp"
 #include "cpu/string_kernels.hpp"
 #include "ops/shape_ops.hpp"
@@ -126,7 +127,7 @@ void gather_grad(const GatherGrad& op, Inputs in, const Outputs& outs) {
   const std::vector<int64_t> idx =
       checked_indices(in[0], b.axis, "gather_grad");
   zero(out);
-  dispatch_floating(g.dtype(), "gather_grad", [&](auto tag) {
+  dispatch_numeric(g.dtype(), "gather_grad", [&](auto tag) {
     using T = decltype(tag);
     const T* src = static_cast<const T*>(g.raw_data());
     T* dst = static_cast<T*>(out.raw_data());
@@ -137,7 +138,7 @@ void gather_grad(const GatherGrad& op, Inputs in, const Outputs& outs) {
         for (int64_t j = 0; j < n; ++j) {
           T* d = dst + (o * b.axis + idx[j]) * b.inner;
           const T* s = src + (o * n + j) * b.inner;
-          for (int64_t i = 0; i < b.inner; ++i) d[i] += s[i];
+          for (int64_t i = 0; i < b.inner; ++i) d[i] = AddF{}(d[i], s[i]);
         }
     });
   });

@@ -139,6 +139,13 @@ void register_unary(Registry& r) {
   r.set<Erf>(cpu, floating<Erf>([](auto a) { return erf_of(a); }), "xsimd");
   r.set<Atan>(cpu, floating<Atan>([](auto a) { return xsimd::atan(a); }),
               "xsimd");
+  r.set<Floor>(cpu, floating<Floor>([](auto a) { return xsimd::floor(a); }),
+               "xsimd");
+  r.set<Ceil>(cpu, floating<Ceil>([](auto a) { return xsimd::ceil(a); }),
+              "xsimd");
+  // Ties to even: the default rounding mode, which nearbyint follows.
+  r.set<Round>(cpu, floating<Round>([](auto a) { return xsimd::nearbyint(a); }),
+               "xsimd");
   r.set<LogicalNot>(cpu, logical_not, "xsimd");
 }
 

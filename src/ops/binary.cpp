@@ -66,6 +66,13 @@ Tensor scalar_like(const Tensor& x, double value, const char* op) {
   return scalar(value, dtype, x.device());
 }
 
+std::pair<Tensor, Tensor> arithmetic_pair(const Tensor& x, const Tensor& y,
+                                          const char* op) {
+  auto [a, b] = promote_pair(x, y, op);
+  if (a.dtype() == bool_) return {cast(a, int32), cast(b, int32)};
+  return {a, b};
+}
+
 /** x as bool_ (nonzero), strings as they are: the op then names itself. */
 Tensor truth(const Tensor& x) {
   return is_string(x.dtype()) ? x : cast(x, bool_);
@@ -79,14 +86,12 @@ Tensor binary(const Tensor& x, const Tensor& y) {
   auto [a, b] = promote_pair(x, y, Op::name);
   return apply(Op{}, {a, b});
 }
-/** Integers and bools computed as numbers (bool + bool is int32). */
 template <class Op>
 Tensor arithmetic(const Tensor& x, const Tensor& y) {
   if (x.defined() && y.defined() && x.dtype() == y.dtype() &&
       x.dtype() != bool_)
     return apply(Op{}, {x, y});
-  auto [a, b] = promote_pair(x, y, Op::name);
-  if (a.dtype() == bool_) return binary<Op>(cast(a, int32), cast(b, int32));
+  auto [a, b] = arithmetic_pair(x, y, Op::name);
   return apply(Op{}, {a, b});
 }
 Tensor zeros_of(const Tensor& like) {
@@ -157,6 +162,17 @@ Grads Pow::vjp(const VjpArgs& a) const {
   const Tensor positive = x > zeros_of(x);
   const Tensor log_x = log(where(positive, x, scalar_like(x, 1.0)));
   return {gx, a.grad * a.output() * where(positive, log_x, zeros_of(x))};
+}
+
+Tensor atan2(const Tensor& y, const Tensor& x) {
+  auto [fy, fx] = common_floating(y, x);
+  return binary<Atan2>(fy, fx);
+}
+Grads Atan2::vjp(const VjpArgs& a) const {
+  // d/dy = x / (x^2 + y^2), d/dx = -y / (x^2 + y^2); NaN at the origin.
+  const Tensor &y = a.x(0), &x = a.x(1);
+  const Tensor g = a.grad / (square(x) + square(y));
+  return {a.needs(0) ? g * x : Tensor(), a.needs(1) ? neg(g * y) : Tensor()};
 }
 
 Tensor minimum(const Tensor& x, const Tensor& y) {

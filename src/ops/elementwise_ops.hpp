@@ -34,6 +34,9 @@ TPF_UNARY_OP(Log1p, "log1p", kSaveInputs);
 TPF_UNARY_OP(Erf, "erf", kSaveInputs);
 TPF_UNARY_OP(Relu, "relu", kSaveOutput);
 TPF_UNARY_OP(Atan, "atan", kSaveInputs);
+TPF_UNARY_OP(Floor, "floor", kSaveNothing);
+TPF_UNARY_OP(Ceil, "ceil", kSaveNothing);
+TPF_UNARY_OP(Round, "round", kSaveNothing);
 
 struct Add : BinaryOp<Add> {
   static constexpr const char* name = "add";
@@ -68,6 +71,24 @@ struct Minimum : BinaryOp<Minimum> {
 };
 struct Maximum : BinaryOp<Maximum> {
   static constexpr const char* name = "maximum";
+  static constexpr int save = kSaveInputs;
+  Grads vjp(const VjpArgs& a) const;
+};
+
+/** Floor division and its remainder (core/floor_division.hpp). */
+struct FloorDiv : BinaryOp<FloorDiv> {
+  static constexpr const char* name = "floordiv";
+  static constexpr int save = kSaveNothing;
+  Grads vjp(const VjpArgs& a) const;
+};
+struct FloorMod : BinaryOp<FloorMod> {
+  static constexpr const char* name = "floormod";
+  static constexpr int save = kSaveInputs;
+  Grads vjp(const VjpArgs& a) const;
+};
+/** atan2(y, x): the angle of the point (x, y), inputs {y, x}. */
+struct Atan2 : BinaryOp<Atan2> {
+  static constexpr const char* name = "atan2";
   static constexpr int save = kSaveInputs;
   Grads vjp(const VjpArgs& a) const;
 };
@@ -183,6 +204,9 @@ struct Full {
 /** Casts x and y to their promoted dtype (recorded, so gradients flow back). */
 std::pair<Tensor, Tensor> promote_pair(const Tensor& x, const Tensor& y,
                                        const char* op);
+/** promote_pair for arithmetic: bools are computed as int32 numbers. */
+std::pair<Tensor, Tensor> arithmetic_pair(const Tensor& x, const Tensor& y,
+                                          const char* op);
 /** x in its floating type (integers -> float32). */
 Tensor to_floating(const Tensor& x);
 /** x as bool_ for logical ops and where (strings pass, to be refused). */

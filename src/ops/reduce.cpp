@@ -158,6 +158,25 @@ Tensor argmin(const Tensor& x, int64_t axis) {
   return arg_reduce<ArgMin>(x, axis);
 }
 
+Tensor count_nonzero(const Tensor& x, const Axes& axes, bool keepdims) {
+  // sum counts a bool_ tensor's trues in int64: exact at any size, and 0 over
+  // an empty axis.
+  return composite("count_nonzero",
+                   [&] { return sum(truth(x), axes, keepdims); });
+}
+Tensor any(const Tensor& x, const Axes& axes, bool keepdims) {
+  return composite("any", [&] {
+    const Tensor count = count_nonzero(x, axes, keepdims);
+    return not_equal(count, scalar_like(count, 0.0));
+  });
+}
+Tensor all(const Tensor& x, const Axes& axes, bool keepdims) {
+  return composite("all", [&] {
+    const Tensor falses = count_nonzero(logical_not(x), axes, keepdims);
+    return equal(falses, scalar_like(falses, 0.0));
+  });
+}
+
 Tensor logsumexp(const Tensor& x, const Axes& axes, bool keepdims) {
   if (!is_floating(x.dtype()))
     throw op_error<DTypeError>("logsumexp", "expected float32 or float64, got ",

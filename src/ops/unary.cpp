@@ -1,4 +1,6 @@
 // Unary math: public functions and their gradient rules.
+#include <cmath>
+
 #include "core/op_error.hpp"
 #include "ops/apply.hpp"
 #include "ops/elementwise_ops.hpp"
@@ -154,6 +156,38 @@ Grads Relu::vjp(const VjpArgs& a) const {
 Grads ReluGrad::vjp(const VjpArgs& a) const {
   // Linear in g; zero almost everywhere in y.
   return {Tensor(), apply(ReluGrad{}, {a.x(0), a.grad})};
+}
+
+namespace {
+/**
+ * A classification of float values into a bool_ tensor; integers and bools
+ * are all finite numbers, `whole` for each of them.
+ */
+template <class F>
+Tensor classify(const Tensor& x, const char* op, bool whole, F of_floats) {
+  if (!x.defined() || is_string(x.dtype()))
+    throw op_error<DTypeError>(op, "expected a numeric tensor, got ",
+                               x.defined() ? "string" : "an empty handle");
+  if (!is_floating(x.dtype()))
+    return full(x.shape(), whole ? 1.0 : 0.0, bool_, x.device());
+  return of_floats(x);
+}
+}  // namespace
+
+Tensor is_nan(const Tensor& x) {
+  return classify(x, "is_nan", false,
+                  [](const Tensor& v) { return not_equal(v, v); });
+}
+Tensor is_inf(const Tensor& x) {
+  return classify(x, "is_inf", false, [](const Tensor& v) {
+    return equal(abs(v), scalar_like(v, INFINITY));
+  });
+}
+Tensor is_finite(const Tensor& x) {
+  // NaN compares false: neither less than inf nor finite.
+  return classify(x, "is_finite", true, [](const Tensor& v) {
+    return less(abs(v), scalar_like(v, INFINITY));
+  });
 }
 
 Tensor logical_not(const Tensor& x) {

@@ -230,6 +230,11 @@ const std::vector<Step>& steps() {
       [](Program& p, Pool& s) { return clip(s.pick(p), p.value(), p.value()); },
       [](Program& p, Pool& s) { return clip(s.pick(p), s.pick(p), s.pick(p)); },
       [](Program& p, Pool& s) { return cast(s.pick(p), p.dtype()); },
+      [](Program& p, Pool& s) { return floordiv(s.pick(p), s.pick(p)); },
+      [](Program& p, Pool& s) { return floormod(s.pick(p), s.pick(p)); },
+      [](Program& p, Pool& s) { return atan2(s.pick(p), s.pick(p)); },
+      [](Program& p, Pool& s) { return round(s.pick(p)); },
+      [](Program& p, Pool& s) { return is_finite(s.pick(p)); },
       // reductions
       [](Program& p, Pool& s) { return sum(s.pick(p), p.axes(), p.flag()); },
       [](Program& p, Pool& s) { return mean(s.pick(p), p.axes(), p.flag()); },
@@ -239,6 +244,7 @@ const std::vector<Step>& steps() {
       [](Program& p, Pool& s) { return argmax(s.pick(p), p.axis()); },
       [](Program& p, Pool& s) { return argmin(s.pick(p), p.axis()); },
       [](Program& p, Pool& s) { return sum_to(s.pick(p), Shape(p.extents())); },
+      [](Program& p, Pool& s) { return any(s.pick(p), p.axes(), p.flag()); },
       // shapes
       [](Program& p, Pool& s) {
         return reshape(s.pick(p), Shape(p.extents()));
@@ -266,6 +272,21 @@ const std::vector<Step>& steps() {
       },
       [](Program& p, Pool& s) {
         return gather(s.pick(p), s.pick(p), p.axis());
+      },
+      [](Program& p, Pool& s) { return gather_nd(s.pick(p), s.pick(p)); },
+      [](Program& p, Pool& s) {
+        return scatter_nd(s.pick(p), s.pick(p), Shape(p.extents()));
+      },
+      [](Program& p, Pool& s) {
+        return tensor_scatter_nd_update(s.pick(p), s.pick(p), s.pick(p));
+      },
+      [](Program& p, Pool& s) {
+        return unsorted_segment_sum(s.pick(p), s.pick(p), p.extent());
+      },
+      // segment_sum's count is the last id + 1: ids clipped, as a value of
+      // 2^31 would size a legitimate multi-GiB result.
+      [](Program& p, Pool& s) {
+        return segment_sum(s.pick(p), clip(s.pick(p), -8.0, 8.0));
       },
       // linear algebra
       [](Program& p, Pool& s) {

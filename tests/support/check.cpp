@@ -34,6 +34,20 @@ std::string mismatch(const tpf::Tensor& a, const tpf::Tensor& b, double rtol,
   return "";
 }
 
+tpf::Tensor map1(const tpf::Tensor& x, double (*ref)(double)) {
+  auto v = x.to_vector<double>();
+  for (auto& e : v) e = ref(e);
+  return tpf::from_vector(v, x.shape());
+}
+
+tpf::Tensor map2(const tpf::Tensor& a, const tpf::Tensor& b,
+                 double (*ref)(double, double)) {
+  auto va = a.to_vector<double>();
+  const auto vb = b.to_vector<double>();
+  for (size_t i = 0; i < va.size(); ++i) va[i] = ref(va[i], vb[i % vb.size()]);
+  return tpf::from_vector(va, a.shape());
+}
+
 tpf::Tensor uniform64(const tpf::Shape& shape, double lo, double hi) {
   return tpf::random_uniform(shape, lo, hi, tpf::float64);
 }

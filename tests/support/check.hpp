@@ -95,6 +95,12 @@ inline tpf::Tensor zeros64(const tpf::Shape& shape) {
   return tpf::zeros(shape, tpf::float64);
 }
 
+/** Reference result: `ref` applied to each element of x on the host. */
+tpf::Tensor map1(const tpf::Tensor& x, double (*ref)(double));
+/** Reference of a binary op, b broadcast as (1, n) against a (m, n). */
+tpf::Tensor map2(const tpf::Tensor& a, const tpf::Tensor& b,
+                 double (*ref)(double, double));
+
 /** Float64 tensor of `shape` with values uniform in [lo, hi). */
 tpf::Tensor uniform64(const tpf::Shape& shape, double lo = -1.0,
                       double hi = 1.0);

@@ -118,4 +118,10 @@ const TestDevices& test_devices() {
   return resolved;
 }
 
+std::vector<tpf::Device> all_devices() {
+  std::vector<tpf::Device> devices = {tpf::Device::cpu()};
+  for (const tpf::Device& d : test_devices().devices) devices.push_back(d);
+  return devices;
+}
+
 }  // namespace testing

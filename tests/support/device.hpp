@@ -37,6 +37,8 @@ struct TestDevices {
   std::string error;    // non-empty: the device asked for is missing
 };
 const TestDevices& test_devices();
+/** The CPU, then test_devices()'s devices: where a test checks every one. */
+std::vector<tpf::Device> all_devices();
 
 /**
  * What `f` writes to std::cerr while placement logging is on. The log names

@@ -37,6 +37,38 @@ Tensor cos(const Tensor& x);
 Tensor tanh(const Tensor& x);
 /** 1 / (1 + e**-x) */ Tensor sigmoid(const Tensor& x);
 /** max(x, 0); NaN stays NaN, as in PyTorch. */ Tensor relu(const Tensor& x);
+/**
+ * Rounding to a whole number: down, up, and to the nearest with ties to even
+ * (tf.math.round, torch.round: round(2.5) is 2). -0, infinities and NaN stay
+ * as they are; integers and bools are returned unchanged. The gradient is
+ * zero (PyTorch's; TensorFlow's is None).
+ */
+Tensor floor(const Tensor& x);
+Tensor ceil(const Tensor& x);
+Tensor round(const Tensor& x);
+/**
+ * Floor division and its remainder (tf.math.floordiv and tf.math.floormod,
+ * Python's // and %): the quotient rounds toward -inf and the remainder has
+ * the divisor's sign, x = floordiv(x, y) * y + floormod(x, y). Floats follow
+ * Python (1 // 0.1 is 9, floormod(-1, 3) is 2, a zero divisor gives +-inf
+ * or NaN); an integer zero divisor is a ValueError naming its index, and
+ * INT_MIN // -1 wraps to INT_MIN, as in NumPy. floormod's gradient is
+ * (1, -floordiv(x, y)), floordiv's zero.
+ */
+Tensor floordiv(const Tensor& x, const Tensor& y);
+Tensor floormod(const Tensor& x, const Tensor& y);
+/**
+ * The angle of the point (x, y) in [-pi, pi], with atan2's signed zeros
+ * (std::atan2, tf.math.atan2); the gradient is NaN at the origin.
+ */
+Tensor atan2(const Tensor& y, const Tensor& x);
+/**
+ * Float classification into bool_ tensors (tf.math.is_nan, is_inf,
+ * is_finite); integers and bools are finite and never NaN.
+ */
+Tensor is_nan(const Tensor& x);
+Tensor is_inf(const Tensor& x);
+Tensor is_finite(const Tensor& x);
 /** clip_by_value: min(max(x, lo), hi), NaN where x is NaN. */
 Tensor clip(const Tensor& x, double lo, double hi);
 Tensor clip(const Tensor& x, const Tensor& lo, const Tensor& hi);

@@ -41,6 +41,15 @@ Tensor stddev(const Tensor& x, const Axes& axes = {}, bool keepdims = false);
  */
 Tensor cumsum(const Tensor& x, int64_t axis = 0, bool exclusive = false,
               bool reverse = false);
+/**
+ * The number of nonzero elements (true, NaN included) over `axes`, int64
+ * (tf.math.count_nonzero); any and all whether some or every one is nonzero,
+ * bool_ (tf.math.reduce_any, reduce_all): false and true over no elements.
+ */
+Tensor count_nonzero(const Tensor& x, const Axes& axes = {},
+                     bool keepdims = false);
+Tensor any(const Tensor& x, const Axes& axes = {}, bool keepdims = false);
+Tensor all(const Tensor& x, const Axes& axes = {}, bool keepdims = false);
 /** Sums `x` down to `shape` (undoing a broadcast). */
 Tensor sum_to(const Tensor& x, const Shape& shape);
 
