@@ -60,6 +60,16 @@ void where(const Where&, Inputs in, const Outputs& outs) {
     T* o = static_cast<T*>(out.raw_data());
     run_elementwise<4>(out, {&in[0], &in[1], &in[2]},
                        [&](const auto& off, int64_t n, const auto& st) {
+                         if (st[0] == 1 && st[1] == 1 && st[2] == 1 &&
+                             st[3] == 1) {  // a loop the compiler vectorizes
+                           const uint8_t* pc = c + off[1];
+                           const T* pa = a + off[2];
+                           const T* pb = b + off[3];
+                           T* po = o + off[0];
+                           for (int64_t i = 0; i < n; ++i)
+                             po[i] = pc[i] ? pa[i] : pb[i];
+                           return;
+                         }
                          for (int64_t i = 0; i < n; ++i)
                            o[off[0] + i * st[0]] = c[off[1] + i * st[1]]
                                                        ? a[off[2] + i * st[2]]
