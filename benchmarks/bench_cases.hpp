@@ -135,6 +135,7 @@ void tf_overhead_add_profiled(benchmark::State& state);
 void tf_overhead_chain(benchmark::State& state);
 void tf_elementwise(benchmark::State& state, EwOp op, int64_t n);
 void tf_sum(benchmark::State& state, int64_t n);
+void tf_count_nonzero(benchmark::State& state, int64_t n);
 /** Sparse softmax cross-entropy, forward + gradient wrt the logits. */
 void tf_softmax_xent(benchmark::State& state, int64_t batch, int64_t classes);
 void tf_matmul(benchmark::State& state, int64_t n);

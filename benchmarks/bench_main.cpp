@@ -124,6 +124,8 @@ void register_all() {
   reg("sum_16M/tapeflow", kMicrosecond, tf_sum, int64_t{1} << 24);
   if constexpr (kTorch)
     reg("sum_16M/libtorch", kMicrosecond, torch_peer::sum, int64_t{1} << 24);
+  reg("count_nonzero_16M/tapeflow", kMicrosecond, tf_count_nonzero,
+      int64_t{1} << 24);
   reg("softmax_xent_1024x1000/tapeflow", kMicrosecond, tf_softmax_xent,
       int64_t{1024}, int64_t{1000});
   if constexpr (kTorch)

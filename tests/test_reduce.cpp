@@ -1,6 +1,11 @@
 // Reductions over any axes, keepdims, arg-reductions, the parallel paths
-// and their gradients; cumsum and the composites logsumexp, variance, stddev.
+// and their gradients; count_nonzero, any and all over every layout; cumsum
+// and the composites logsumexp, variance, stddev.
+#include <array>
+#include <random>
+
 #include "support/check.hpp"
+#include "support/device.hpp"
 
 using testing::OpCase;
 using Ts = std::vector<tpf::Tensor>;
@@ -321,6 +326,101 @@ TEST_CASE("cumsum of integers wraps as TF's; bool sums as int64") {
   CHECK(counts.to_vector<int64_t>() == std::vector<int64_t>{1, 1, 2});
   CHECK(tpf::cumsum(tpf::zeros({0, 3}), 0).shape() == tpf::Shape{0, 3});
   CHECK(tpf::cumsum(tpf::zeros({2, 0}), 0).shape() == tpf::Shape{2, 0});
+}
+
+namespace {
+/**
+ * A 3-D tensor of `dtype` whose elements are zeros, negative zeros, NaNs
+ * (floats), and other values in about equal parts, in a fixed random order.
+ */
+tpf::Tensor mixed_zeros(const tpf::Shape& shape, tpf::DType dtype,
+                        uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<double> v(static_cast<size_t>(shape.numel()));
+  for (double& e : v) {
+    const uint32_t kind = rng() % 4;
+    e = kind == 0   ? 0.0
+        : kind == 1 ? -0.0
+        : kind == 2 && tpf::is_floating(dtype)
+            ? std::numeric_limits<double>::quiet_NaN()
+            : static_cast<double>(rng() % 7) - 3.0;
+  }
+  return tpf::cast(tpf::from_vector(v, shape), dtype);
+}
+
+/** Host count of x's (A, B, C) nonzero elements over the axes marked. */
+std::vector<int64_t> host_count(const tpf::Tensor& x, std::array<bool, 3> red) {
+  const tpf::Shape& s = x.shape();
+  const auto v = x.to_vector<double>();
+  const int64_t kept[3] = {red[0] ? 1 : s[0], red[1] ? 1 : s[1],
+                           red[2] ? 1 : s[2]};
+  std::vector<int64_t> out(static_cast<size_t>(kept[0] * kept[1] * kept[2]));
+  for (int64_t a = 0; a < s[0]; ++a)
+    for (int64_t b = 0; b < s[1]; ++b)
+      for (int64_t c = 0; c < s[2]; ++c) {
+        const int64_t k =
+            ((red[0] ? 0 : a) * kept[1] + (red[1] ? 0 : b)) * kept[2] +
+            (red[2] ? 0 : c);
+        out[k] += v[(a * s[1] + b) * s[2] + c] != 0.0;  // NaN != 0
+      }
+  return out;
+}
+}  // namespace
+
+TEST_CASE("count_nonzero, any and all of every dtype over every layout") {
+  struct Layout {
+    tpf::Shape shape;
+    std::array<bool, 3> reduced;
+    bool transposed;  // reduce the (C, B, A) view
+  };
+  const std::vector<Layout> layouts = {
+      // CPU: fixed blocks folded in order; CUDA: partials, a second pass.
+      {{1, 70001, 1}, {true, true, true}, false},
+      // CPU: rows of kept outputs; CUDA: the column kernel, one part ...
+      {{2, 40, 33}, {true, false, false}, false},
+      // ... and several.
+      {{1, 2000, 40}, {false, true, false}, false},
+      // CPU: runs reduced in place; CUDA: strided reduced elements.
+      {{2, 40, 33}, {true, false, true}, false},
+      // CPU: transposed first (runs shorter than 16).
+      {{70, 3, 2}, {true, false, true}, false},
+      {{3, 5, 7}, {false, true, false}, true},
+      // A contiguous run per output, of a view too.
+      {{5, 2, 300}, {false, false, true}, false},
+      {{5, 2, 300}, {true, false, false}, true},
+      {{4, 3, 5}, {true, true, true}, false},
+  };
+  for (const tpf::Device& device : testing::all_devices())
+    for (const tpf::DType dtype :
+         {tpf::bool_, tpf::int32, tpf::int64, tpf::float32, tpf::float64})
+      for (size_t i = 0; i < layouts.size(); ++i) {
+        const Layout& l = layouts[i];
+        CAPTURE(device.str());
+        CAPTURE(tpf::dtype_name(dtype));
+        CAPTURE(i);
+        tpf::Tensor x = mixed_zeros(l.shape, dtype, uint32_t(i)).to(device);
+        if (l.transposed) x = tpf::transpose(x, {2, 1, 0});
+        std::vector<int64_t> axes;
+        for (int64_t a = 0; a < 3; ++a)
+          if (l.reduced[a]) axes.push_back(a);
+        const std::vector<int64_t> expected = host_count(x, l.reduced);
+        const tpf::Tensor count = tpf::count_nonzero(x, axes, true);
+        REQUIRE(count.dtype() == tpf::int64);
+        CHECK(count.device() == device);
+        CHECK(count.to_vector<int64_t>() == expected);
+        if (dtype != tpf::bool_) continue;
+        // any and all are comparisons of the count, the sum of bools is it.
+        int64_t reduced = 1;
+        for (const int64_t a : axes) reduced *= x.shape()[a];
+        std::vector<bool> any_expected, all_expected;
+        for (const int64_t n : expected) {
+          any_expected.push_back(n > 0);
+          all_expected.push_back(n == reduced);
+        }
+        CHECK(tpf::any(x, axes, true).to_vector<bool>() == any_expected);
+        CHECK(tpf::all(x, axes, true).to_vector<bool>() == all_expected);
+        CHECK(tpf::sum(x, axes, true).to_vector<int64_t>() == expected);
+      }
 }
 
 TEST_CASE("logsumexp of large, infinite and empty inputs") {

@@ -100,6 +100,28 @@ void reduce_tapeflow(benchmark::State& state, Reduction op) {
   state.SetBytesProcessed(state.iterations() * 4 * kElements);
 }
 
+/**
+ * The count of 64M bools (64 MiB read): what any, all and a bool sum cost,
+ * as mixed precision's overflow check all(is_finite(grad)) runs every step.
+ */
+void count_nonzero_tapeflow(benchmark::State& state) {
+  tpf::manual_seed(42);
+  const auto a =
+      tpf::random_uniform({kSide, kSide}, 0.0, 1.0, tpf::float32, gpu0);
+  const auto flags = a > tpf::scalar_like(a, 0.5);
+  const double half = 0.5 * double(kElements);
+  const double count = double(tpf::count_nonzero(flags).item<int64_t>());
+  if (std::abs(count - half) > 0.01 * half) {
+    state.SkipWithError("count_nonzero: result far from half the elements");
+    return;
+  }
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(tpf::count_nonzero(flags));
+    tpf::synchronize(gpu0);
+  }
+  state.SetBytesProcessed(state.iterations() * kElements);
+}
+
 }  // namespace
 
 void register_op_cases() {
@@ -115,6 +137,8 @@ void register_op_cases() {
       Reduction::sum_rows);
   reg("sum_columns_64M/tapeflow", benchmark::kMillisecond, reduce_tapeflow,
       Reduction::sum_columns);
+  reg("count_nonzero_64M/tapeflow", benchmark::kMillisecond,
+      count_nonzero_tapeflow);
 }
 
 }  // namespace tapeflow_bench_cuda

@@ -66,16 +66,64 @@ struct MinR {
   }
 };
 
+/**
+ * count_nonzero: int64 counts of any input type. `fold` takes in an element,
+ * `combine` merges counts.
+ */
+struct CountR {
+  static int64_t identity() { return 0; }
+  static int64_t combine(int64_t a, int64_t b) { return a + b; }
+  template <class In>
+  static int64_t fold(int64_t acc, In x) {
+    return acc + (x != In(0));  // NaN counts, -0 does not
+  }
+};
+
+/** acc with element x taken in: R::fold where R has one, else combine. */
+template <class R, class T, class In>
+T fold(T acc, In x) {
+  if constexpr (requires { R::fold(acc, x); })
+    return R::fold(acc, x);
+  else
+    return R::combine(acc, x);
+}
+
 template <class T>
 inline constexpr bool kSimd =
     std::is_same_v<T, float> || std::is_same_v<T, double>;
 
+/** The accumulator type of R (T for the numeric reducers). */
+template <class R>
+using Acc = decltype(R::identity());
+
+/**
+ * Counts the nonzero elements of a run. Blocks of 2^16 are counted in 32
+ * bits, which g++ vectorizes for every element type (a bool_ run at 32 per
+ * AVX2 compare); their counts are added in 64.
+ */
+template <class In>
+int64_t count_run(const In* p, int64_t n) {
+  constexpr int64_t kBlock = int64_t{1} << 16;
+  int64_t total = 0;
+  for (int64_t b = 0; b < n; b += kBlock) {
+    const int64_t e = std::min(n, b + kBlock);
+    uint32_t count = 0;
+    for (int64_t i = b; i < e; ++i) count += p[i] != In(0);
+    total += count;
+  }
+  return total;
+}
+
 /** Reduces n contiguous elements. */
-template <class T, class R>
-T reduce_run(const T* p, int64_t n) {
+template <class R, class In>
+Acc<R> reduce_run(const In* p, int64_t n) {
+  using T = Acc<R>;
+  if constexpr (std::is_same_v<R, CountR>) {
+    return count_run(p, n);
+  }
   int64_t i = 0;
   T acc = R::identity();
-  if constexpr (kSimd<T>) {
+  if constexpr (kSimd<T> && std::is_same_v<In, T>) {
     using B = xsimd::batch<T>;
     constexpr int64_t W = B::size;
     if (n >= 4 * W) {  // four accumulators hide the add latency
@@ -91,21 +139,22 @@ T reduce_run(const T* p, int64_t n) {
       for (int64_t k = 0; k < W; ++k) acc = R::combine(acc, lanes[k]);
     }
   }
-  for (; i < n; ++i) acc = R::combine(acc, p[i]);
+  for (; i < n; ++i) acc = fold<R>(acc, p[i]);
   return acc;
 }
 
-/** out[k] (op) = in[k] for k in [0, n). */
-template <class T, class R>
-void combine_row(T* out, const T* in, int64_t n) {
+/** out[k] takes in in[k], for k in [0, n). */
+template <class R, class In>
+void combine_row(Acc<R>* out, const In* in, int64_t n) {
+  using T = Acc<R>;
   int64_t i = 0;
-  if constexpr (kSimd<T>) {
+  if constexpr (kSimd<T> && std::is_same_v<In, T>) {
     using B = xsimd::batch<T>;
     for (; i + int64_t(B::size) <= n; i += B::size)
       R::combine(B::load_unaligned(out + i), B::load_unaligned(in + i))
           .store_unaligned(out + i);
   }
-  for (; i < n; ++i) out[i] = R::combine(out[i], in[i]);
+  for (; i < n; ++i) out[i] = fold<R>(out[i], in[i]);
 }
 
 struct Split {
@@ -152,8 +201,10 @@ void for_each_offset(const Shape& shape, const Shape& strides, Fn&& fn) {
 /** Shortest contiguous run of reduced elements reduced in place. */
 constexpr int64_t kMinInPlaceRun = 16;
 
-template <class T, class R>
+/** Reduces input of element type In into out (R's accumulator type). */
+template <class R, class In>
 void reduce_kernel(const ReduceOp& op, const Tensor& input, Tensor& out) {
+  using T = Acc<R>;
   Split s = split_axes(input, op);
   Tensor x = input;
   if (!dense(s.red_shape, s.red_strides) &&
@@ -172,7 +223,7 @@ void reduce_kernel(const ReduceOp& op, const Tensor& input, Tensor& out) {
         outer_shape.push_back(s.red_shape[i]);
         outer_strides.push_back(s.red_strides[i]);
       }
-      const T* in = static_cast<const T*>(x.raw_data());
+      const In* in = static_cast<const In*>(x.raw_data());
       T* o = static_cast<T*>(out.raw_data());
       const int64_t K = s.kept_shape.numel(), N = s.red_shape.numel();
       std::vector<int64_t> base(static_cast<size_t>(K));
@@ -185,8 +236,8 @@ void reduce_kernel(const ReduceOp& op, const Tensor& input, Tensor& out) {
               T acc = R::identity();
               for_each_offset(
                   outer_shape, outer_strides, [&](int64_t, int64_t off) {
-                    acc = R::combine(acc,
-                                     reduce_run<T, R>(in + base[k] + off, run));
+                    acc =
+                        R::combine(acc, reduce_run<R>(in + base[k] + off, run));
                   });
               o[k] = acc;
             }
@@ -203,7 +254,7 @@ void reduce_kernel(const ReduceOp& op, const Tensor& input, Tensor& out) {
       moved.axes.push_back(a);
     s = split_axes(x, moved);
   }
-  const T* in = static_cast<const T*>(x.raw_data());
+  const In* in = static_cast<const In*>(x.raw_data());
   T* o = static_cast<T*>(out.raw_data());
   const int64_t K = s.kept_shape.numel(), N = s.red_shape.numel();
 
@@ -221,8 +272,8 @@ void reduce_kernel(const ReduceOp& op, const Tensor& input, Tensor& out) {
       parallel_for(blocks, 1, [&](int64_t b, int64_t e) {
         for (int64_t i = b; i < e; ++i) {
           const int64_t begin = i * kParallelGrain;
-          partial[i] = reduce_run<T, R>(in + base[0] + begin,
-                                        std::min(kParallelGrain, N - begin));
+          partial[i] = reduce_run<R>(in + base[0] + begin,
+                                     std::min(kParallelGrain, N - begin));
         }
       });
       T acc = R::identity();
@@ -234,7 +285,7 @@ void reduce_kernel(const ReduceOp& op, const Tensor& input, Tensor& out) {
                  std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(N, 1)),
                  [&](int64_t b, int64_t e) {
                    for (int64_t k = b; k < e; ++k)
-                     o[k] = reduce_run<T, R>(in + base[k], N);
+                     o[k] = reduce_run<R>(in + base[k], N);
                  });
     return;
   }
@@ -244,7 +295,7 @@ void reduce_kernel(const ReduceOp& op, const Tensor& input, Tensor& out) {
       [&](int64_t b, int64_t e) {
         std::fill(o + b, o + e, R::identity());
         for_each_offset(s.red_shape, s.red_strides, [&](int64_t, int64_t off) {
-          combine_row<T, R>(o + b, in + off + b, e - b);
+          combine_row<R>(o + b, in + off + b, e - b);
         });
       });
 }
@@ -254,7 +305,13 @@ void reduce(const Op& op, Inputs in, const Outputs& outs) {
   Tensor& out = outs[0];
   dispatch_numeric(in[0].dtype(), Op::name, [&](auto tag) {
     using T = decltype(tag);
-    reduce_kernel<T, R<T>>(op, in[0], out);
+    reduce_kernel<R<T>, T>(op, in[0], out);
+  });
+}
+
+void count_nonzero(const CountNonzero& op, Inputs in, const Outputs& outs) {
+  dispatch_all(in[0].dtype(), CountNonzero::name, [&](auto tag) {
+    reduce_kernel<CountR, decltype(tag)>(op, in[0], outs[0]);
   });
 }
 
@@ -305,6 +362,7 @@ void register_reduce(Registry& r) {
   r.set<Prod>(cpu, reduce<ProdR, Prod>, "xsimd");
   r.set<Max>(cpu, reduce<MaxR, Max>, "xsimd");
   r.set<Min>(cpu, reduce<MinR, Min>, "xsimd");
+  r.set<CountNonzero>(cpu, count_nonzero, "cpu");
   r.set<ArgMax>(cpu, arg_reduce<BeatsMax, ArgMax>, "xsimd");
   r.set<ArgMin>(cpu, arg_reduce<BeatsMin, ArgMin>, "xsimd");
 }

@@ -86,8 +86,10 @@ TensorSpec ArgReduce::infer(Inputs in) const {
 }
 
 Tensor sum(const Tensor& x, const Axes& axes, bool keepdims) {
-  const Tensor v = x.dtype() == bool_ ? cast(x, int64) : x;
-  return reduce<Sum>(v, axes, keepdims);
+  // A bool_ sum is its count of trues, in int64 (NumPy's and TF's dtype).
+  if (x.defined() && x.dtype() == bool_)
+    return reduce<CountNonzero>(x, axes, keepdims);
+  return reduce<Sum>(x, axes, keepdims);
 }
 Grads Sum::vjp(const VjpArgs& a) const {
   return {broadcast_to(kept(*this, a, a.grad), a.input_shape())};
@@ -159,10 +161,8 @@ Tensor argmin(const Tensor& x, int64_t axis) {
 }
 
 Tensor count_nonzero(const Tensor& x, const Axes& axes, bool keepdims) {
-  // sum counts a bool_ tensor's trues in int64: exact at any size, and 0 over
-  // an empty axis.
-  return composite("count_nonzero",
-                   [&] { return sum(truth(x), axes, keepdims); });
+  // An int64 count: exact at any size, and 0 over an empty axis.
+  return reduce<CountNonzero>(x, axes, keepdims);
 }
 Tensor any(const Tensor& x, const Axes& axes, bool keepdims) {
   return composite("any", [&] {
@@ -171,9 +171,12 @@ Tensor any(const Tensor& x, const Axes& axes, bool keepdims) {
   });
 }
 Tensor all(const Tensor& x, const Axes& axes, bool keepdims) {
+  // Every element is nonzero where the count is the number reduced (which
+  // for no elements is 0: true, as NumPy).
   return composite("all", [&] {
-    const Tensor falses = count_nonzero(logical_not(x), axes, keepdims);
-    return equal(falses, scalar_like(falses, 0.0));
+    const Tensor count = count_nonzero(x, axes, keepdims);
+    const int64_t reduced = count.numel() ? x.numel() / count.numel() : 0;
+    return equal(count, scalar_like(count, static_cast<double>(reduced)));
   });
 }
 

@@ -36,6 +36,17 @@ struct Min : ReduceOp {
 };
 
 /**
+ * The int64 count of nonzero elements (NaN included) of any non-string dtype,
+ * read as they are: no bool_ or int64 copy of the input. No gradient.
+ */
+struct CountNonzero : ReduceOp {
+  static constexpr const char* name = "count_nonzero";
+  TensorSpec infer(Inputs in) const {
+    return {ReduceOp::infer(in).shape, int64};
+  }
+};
+
+/**
  * Running sums along `axis` (normalized), the output the input's shape:
  * `exclusive` leaves each element out of its own sum, `reverse` sums from
  * the end. Its gradient is the cumsum of the output gradient the other way.

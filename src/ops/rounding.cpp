@@ -24,13 +24,13 @@ Tensor rounded(const Tensor& x) {
 /**
  * Integer division by zero has no result: a ValueError naming the first zero
  * divisor's index (as TensorFlow's and PyTorch's CPU kernels refuse it) rather
- * than a quotient made up by the kernel. One comparison reduced to a host
- * value, and only for integer operands.
+ * than a quotient made up by the kernel. One count of the divisor's nonzeros
+ * read back to the host, and only for integer operands.
  */
 void check_divisor(const Tensor& y, const Shape& out_shape, const char* op) {
   NoGradGuard no_grad;
+  if (all(y).item<bool>()) return;
   const Tensor zero = reshape(equal(y, scalar_like(y, 0.0)), {-1});
-  if (zero.numel() == 0 || !any(zero).item<bool>()) return;
   const int64_t at = argmax(cast(zero, int32)).item<int64_t>();
   throw op_error<ValueError>(op, "expected nonzero divisors for ",
                              dtype_name(y.dtype()), " operands (output ",
